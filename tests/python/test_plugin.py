@@ -1,0 +1,733 @@
+"""Tests of templates/pytest/evidence_gate_pytest.py, mostly through pytester subprocesses.
+
+Run from the repository root with
+``PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest tests/python -p pytester -p no:cacheprovider``.
+Every subprocess runs in a temporary directory without bytecode or cache
+writes, so nothing lands in the source tree.
+"""
+
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+PLUGIN_DIR = Path(__file__).resolve().parents[2] / "templates" / "pytest"
+TIMEOUT = 120
+
+
+@pytest.fixture
+def gate(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(PLUGIN_DIR))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    # Only our plugin: installed plugins must not change what is measured.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    return Gate(pytester)
+
+
+class Gate:
+    def __init__(self, pytester):
+        self.pytester = pytester
+        self.path = pytester.path
+        self.records_path = pytester.path / "records.jsonl"
+
+    def run(self, *args):
+        return self.pytester.runpytest_subprocess(
+            "-p", "evidence_gate_pytest", "-p", "no:cacheprovider", *args, timeout=TIMEOUT)
+
+    def run_records(self, *args, order=None, groups=None):
+        """Run in run mode; returns (result, records of this file so far)."""
+        extra = [f"--evidence-gate-records={self.records_path}"]
+        if order is not None:
+            order_path = self.path / "order.jsonl"
+            order_path.write_text("".join(json.dumps(i) + "\n" for i in order), encoding="utf-8")
+            extra.append(f"--evidence-gate-order={order_path}")
+        if groups is not None:
+            extra.append(f"--evidence-gate-groups={write_groups(self.path, groups)}")
+        result = self.run(*extra, *args)
+        return result, self.records()
+
+    def records(self):
+        if not self.records_path.exists():
+            return []
+        with open(self.records_path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]
+
+
+def results(records):
+    return {r["test"]: r for r in records if r["event"] == "result"}
+
+
+def started(records):
+    return [r["test"] for r in records if r["event"] == "start"]
+
+
+def only(records, event):
+    found = [r for r in records if r["event"] == event]
+    assert len(found) == 1, records
+    return found[0]
+
+
+# ------------------------------------------------------ groups file like evgate's
+
+
+def write_groups(root, groups):
+    """Write the groups JSON evgate would write; groups are (name, base, regex, max_depth)."""
+    document = {"root": str(root), "groups": [
+        {"name": name, "pattern": regex, "regex": regex, "base": base, "max_depth": max_depth,
+         "files": [{"path": rel, "identity": identity_of(root / rel), "mode": stat.S_IMODE(os.lstat(root / rel).st_mode)}
+                   for rel in sorted(members(root, base, regex, max_depth))]}
+        for name, base, regex, max_depth in groups]}
+    path = root / "groups.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def members(root, base, regex, max_depth, depth=0):
+    if not (root / base).is_dir():
+        return
+    for entry in os.scandir(root / base):
+        rel = f"{base}/{entry.name}" if base else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if max_depth < 0 or depth + 1 < max_depth:
+                yield from members(root, rel, regex, max_depth, depth + 1)
+        elif re.fullmatch(regex, rel):
+            yield rel
+
+
+def identity_of(path):
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + os.readlink(path)
+    if stat.S_ISREG(st.st_mode):
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    return "special"
+
+
+# ------------------------------------------------------------------- no options
+
+
+def test_without_options_only_markers_are_registered(gate):
+    gate.pytester.makepyfile(test_plain="""
+        import random, pytest
+        from evidence_gate_pytest import RUN_KEY, COLLECT_KEY
+
+        @pytest.mark.writes("db")
+        @pytest.mark.serial
+        @pytest.mark.env_sensitive(until="2999-01-01", owner="me", reason="tz")
+        def test_inert(request):
+            pm = request.config.pluginmanager
+            assert pm.get_plugin("evidence-gate-run") is None
+            assert pm.get_plugin("evidence-gate-collect") is None
+            assert RUN_KEY not in request.config.stash
+            assert COLLECT_KEY not in request.config.stash
+    """)
+    result = gate.run("--strict-markers")
+    result.assert_outcomes(passed=1)
+    assert not gate.records_path.exists()
+    markers = gate.run("--markers")
+    markers.stdout.fnmatch_lines(["@pytest.mark.writes(group, ...)*", "@pytest.mark.serial*",
+                                  "@pytest.mark.env_sensitive(until=*"])
+
+
+# ---------------------------------------------------------------------- records
+
+
+OUTCOMES = """
+    import pytest
+
+    @pytest.fixture
+    def broken_setup():
+        raise RuntimeError("setup broke")
+
+    @pytest.fixture
+    def broken_teardown():
+        yield
+        raise RuntimeError("teardown broke")
+
+    def test_pass():
+        pass
+
+    def test_fail():
+        raise ValueError("boom\\nsecond line")
+
+    def test_setup_error(broken_setup):
+        pass
+
+    def test_teardown_error(broken_teardown):
+        pass
+
+    def test_fail_and_teardown_error(broken_teardown):
+        assert 0, "call broke"
+
+    def test_skip():
+        pytest.skip("not here")
+
+    @pytest.mark.skip(reason="marked skip")
+    def test_skip_marker():
+        pass
+
+    @pytest.mark.xfail(reason="known bug")
+    def test_xfail():
+        assert 0
+
+    @pytest.mark.xfail(reason="fixed already")
+    def test_xpass():
+        pass
+
+    @pytest.mark.xfail(reason="strict", strict=True)
+    def test_xpass_strict():
+        pass
+"""
+
+
+def test_records_every_outcome_and_phase(gate):
+    gate.pytester.makepyfile(test_outcomes=OUTCOMES)
+    _, records = gate.run_records()
+    got = {nodeid.split("::")[1]: (r["outcome"], r["phases"], r["message"]) for nodeid, r in results(records).items()}
+    ok = "passed"
+    assert got == {
+        "test_pass": ("passed", {"setup": ok, "call": ok, "teardown": ok}, ""),
+        "test_fail": ("failed", {"setup": ok, "call": "failed", "teardown": ok}, "ValueError: boom"),
+        "test_setup_error": ("error", {"setup": "failed", "teardown": ok}, "RuntimeError: setup broke"),
+        "test_teardown_error": ("error", {"setup": ok, "call": ok, "teardown": "failed"},
+                                "RuntimeError: teardown broke"),
+        "test_fail_and_teardown_error": ("failed", {"setup": ok, "call": "failed", "teardown": "failed"},
+                                         "AssertionError: call broke"),
+        "test_skip": ("skipped", {"setup": ok, "call": "skipped", "teardown": ok}, "not here"),
+        "test_skip_marker": ("skipped", {"setup": "skipped", "teardown": ok}, "marked skip"),
+        "test_xfail": ("xfailed", {"setup": ok, "call": "skipped", "teardown": ok}, "known bug"),
+        "test_xpass": ("xpassed", {"setup": ok, "call": ok, "teardown": ok}, "fixed already"),
+        "test_xpass_strict": ("failed", {"setup": ok, "call": "failed", "teardown": ok}, "[XPASS(strict)] strict"),
+    }
+    for r in results(records).values():
+        assert isinstance(r["duration"], float) and r["duration"] >= 0
+        assert r["dirty"] == []
+    # Each result directly follows its start.
+    events = [(r["event"], r.get("test")) for r in records]
+    for i, (event, test) in enumerate(events):
+        if event == "start":
+            assert events[i + 1] == ("result", test)
+
+
+def test_session_and_end_records_append(gate):
+    gate.pytester.makeconftest("")
+    gate.pytester.makepyfile(test_two="def test_a(): pass\ndef test_b(): assert 0\n")
+    gate.run_records("--evidence-gate-run=seed.3", "--evidence-gate-seed=3")
+    _, records = gate.run_records("--evidence-gate-run=seed.4", "--evidence-gate-seed=4")
+    assert [r["event"] for r in records] == ["session", "start", "result", "start", "result", "end"] * 2
+    first, second = [r for r in records if r["event"] == "session"]
+    assert first["run"] == "seed.3" and second["run"] == "seed.4"
+    assert (first["seed"], second["seed"]) == (3, 4)
+    assert isinstance(first["pid"], int) and first["pid"] != os.getpid()
+    assert first["rootdir"] == str(gate.path)
+    assert first["configfile"] is None
+    assert first["conftests"] == [str(gate.path / "conftest.py")]
+    assert (first["collected"], first["planned"], first["unlisted"], first["absent"]) == (2, 2, [], [])
+    assert first["disabled"] == [] and first["active"] == []
+    assert [r["exitstatus"] for r in records if r["event"] == "end"] == [1, 1]
+
+
+def test_hard_exit_leaves_start_without_result_or_end(gate):
+    gate.pytester.makepyfile(test_exit="""
+        import os
+        def test_a(): pass
+        def test_b(): os._exit(3)
+        def test_c(): pass
+    """)
+    result, records = gate.run_records()
+    assert result.ret == 3
+    assert [(r["event"], r.get("test")) for r in records] == [
+        ("session", None), ("start", "test_exit.py::test_a"), ("result", "test_exit.py::test_a"),
+        ("start", "test_exit.py::test_b")]
+
+
+# ------------------------------------------------------------------------ order
+
+
+ODD_IDS = """
+    import pytest
+
+    @pytest.mark.parametrize("v", [1, 2, 3, 4], ids=["a b", "x::y", "q\\"'; z", "n\\nl"])
+    def test_p(v):
+        pass
+
+    class TestK:
+        def test_m(self):
+            pass
+
+    def test_plain():
+        pass
+"""
+
+
+def test_order_file_reorders_deselects_and_reports_absent(gate):
+    gate.pytester.makepyfile(test_ids=ODD_IDS)
+    gate.pytester.path.joinpath("test_ünï.py").write_text("def test_café():\n    pass\n", encoding="utf-8")
+    order = [
+        "test_ünï.py::test_café",
+        "test_ids.py::test_p[n\\nl]",
+        "test_ids.py::TestK::test_m",
+        "test_ids.py::test_gone[1]",
+        "test_ids.py::test_p[q\"'; z]",
+        "test_ids.py::test_p[a b]",
+    ]
+    result, records = gate.run_records(order=order)
+    expected = [i for i in order if "gone" not in i]
+    assert started(records) == expected
+    assert list(results(records)) == expected
+    session = only(records, "session")
+    assert session["absent"] == ["test_ids.py::test_gone[1]"]
+    assert session["unlisted"] == ["test_ids.py::test_p[x::y]", "test_ids.py::test_plain"]
+    assert (session["collected"], session["planned"]) == (7, 5)
+    result.stdout.fnmatch_lines(["*5 passed, 2 deselected*"])
+
+
+def test_without_order_file_collection_order_is_kept(gate):
+    gate.pytester.makepyfile(test_ids=ODD_IDS)
+    _, records = gate.run_records()
+    assert started(records) == [
+        "test_ids.py::test_p[a b]", "test_ids.py::test_p[x::y]", "test_ids.py::test_p[q\"'; z]",
+        "test_ids.py::test_p[n\\nl]", "test_ids.py::TestK::test_m", "test_ids.py::test_plain"]
+
+
+def test_other_reorderers_run_before_the_order_file(gate):
+    gate.pytester.makeconftest("""
+        def pytest_collection_modifyitems(items):
+            items.reverse()
+    """)
+    gate.pytester.makepyfile(test_abc="def test_a(): pass\ndef test_b(): pass\ndef test_c(): pass\n")
+    order = ["test_abc.py::test_b", "test_abc.py::test_a", "test_abc.py::test_c"]
+    _, records = gate.run_records(order=order)
+    assert started(records) == order
+    gate.records_path.unlink()
+    _, records = gate.run_records()
+    assert started(records) == ["test_abc.py::test_c", "test_abc.py::test_b", "test_abc.py::test_a"]
+
+
+@pytest.fixture
+def fake_randomly(gate, monkeypatch):
+    """An installed 'pytest-randomly' (pytest11 entry point 'randomly') that reverses the tests."""
+    site = gate.path / "site"
+    dist_info = site / "pytest_randomly-9.9.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest-randomly\nVersion: 9.9\n")
+    (dist_info / "entry_points.txt").write_text("[pytest11]\nrandomly = randomly\n")
+    (site / "randomly.py").write_text("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), str(site)]))
+    # Entry points must load here, as in a real installation.
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    gate.pytester.makepyfile(test_abc="def test_a(): pass\ndef test_b(): pass\ndef test_c(): pass\n")
+    return ["test_abc.py::test_b", "test_abc.py::test_c", "test_abc.py::test_a"]
+
+
+def test_disabled_reorderer_is_reported(gate, fake_randomly):
+    result, records = gate.run_records("-p", "no:randomly", order=fake_randomly)
+    session = only(records, "session")
+    assert (session["disabled"], session["active"]) == (["randomly"], [])
+    result.stdout.fnmatch_lines(["evidence-gate: disabled pytest-randomly (the order is evidence-gate's)"])
+    assert started(records) == fake_randomly
+
+
+def test_active_reorderer_does_not_override_the_order(gate, fake_randomly):
+    result, records = gate.run_records(order=fake_randomly)
+    session = only(records, "session")
+    assert (session["disabled"], session["active"]) == ([], ["randomly"])
+    result.stdout.fnmatch_lines(["evidence-gate: warning: pytest-randomly is active*"])
+    assert started(records) == fake_randomly
+
+
+def test_bad_order_file_is_a_usage_error(gate):
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result, records = gate.run_records(order=["test_a.py::test_a", "test_a.py::test_a"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert records == []
+    result.stderr.fnmatch_lines(["*listed twice*"])
+
+
+# ----------------------------------------------------------------------- random
+
+
+def test_random_is_reseeded_per_test_from_seed_and_node_id(gate):
+    gate.pytester.makepyfile(test_rand="""
+        import json, random
+
+        def record(request):
+            with open("values.jsonl", "a") as f:
+                f.write(json.dumps([request.node.nodeid, random.random()]) + "\\n")
+
+        def test_one(request):
+            random.random()  # consumed state must not leak into the next test
+            record(request)
+
+        def test_two(request):
+            record(request)
+    """)
+    values = gate.path / "values.jsonl"
+
+    def draw(seed):
+        gate.run_records(f"--evidence-gate-seed={seed}")
+        drawn = dict(json.loads(line) for line in values.read_text().splitlines())
+        values.unlink()
+        return drawn
+
+    first, again, other = draw(1), draw(1), draw(2)
+    assert first == again
+    assert all(first[k] != other[k] for k in first)
+    assert first["test_rand.py::test_two"] == random.Random("evidence-gate:1:test_rand.py::test_two").random()
+    assert first["test_rand.py::test_one"] != first["test_rand.py::test_two"]
+
+
+# ----------------------------------------------------------------------- leases
+
+
+LEASE_TESTS = """
+    import os, pytest
+
+    def append(path, text="x"):
+        with open(path, "a") as f:
+            f.write(text)
+
+    def test_00_clean():
+        pass
+
+    def test_01_undeclared_write():
+        append("fixtures/db/a.sqlite")
+
+    def test_02_next_test_is_clean():
+        pass
+
+    @pytest.mark.writes("db")
+    def test_03_declared_write():
+        append("fixtures/db/a.sqlite")
+
+    def test_04_add():
+        append("fixtures/db/new.sqlite")
+
+    def test_05_add_not_matching():
+        append("fixtures/db/notes.txt")
+
+    def test_06_remove():
+        os.remove("fixtures/db/b.sqlite")
+
+    def test_07_chmod():
+        os.chmod("fixtures/db/a.sqlite", 0o600)
+
+    def test_08_other_group():
+        append("fixtures/cfg/x.json")
+
+    @pytest.mark.writes("db")
+    @pytest.mark.writes("cfg", "tree")
+    def test_09_declares_all():
+        append("fixtures/db/a.sqlite")
+        append("fixtures/cfg/x.json")
+        append("tree/top.txt")
+
+    def test_10_deep_add():
+        os.makedirs("tree/sub/deeper")
+        append("tree/sub/deeper/new.txt")
+
+    def test_11_same_size_rewrite_with_restored_mtime():
+        path = "fixtures/cfg/x.json"
+        st = os.stat(path)
+        with open(path, "r+") as f:
+            f.write("Z")
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def test_12_replace_with_fifo():
+        os.remove("fixtures/db/a.sqlite")
+        os.mkfifo("fixtures/db/a.sqlite")
+
+    def test_13_clean():
+        pass
+"""
+
+
+def make_tree(root, files):
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+GROUPS = [("db", "fixtures/db", r"fixtures/db/[^/]*\.sqlite", 1),
+          ("cfg", "fixtures/cfg", r"fixtures/cfg/[^/]*", 1),
+          ("tree", "tree", r"tree/.*", -1)]
+
+
+def test_leases_blame_only_the_undeclared_writer(gate):
+    make_tree(gate.path, {"fixtures/db/a.sqlite": "aaaa", "fixtures/db/b.sqlite": "bbbb",
+                          "fixtures/cfg/x.json": "{}", "tree/top.txt": "t"})
+    gate.pytester.makepyfile(test_leases=LEASE_TESTS)
+    _, records = gate.run_records(groups=GROUPS)
+    dirty = {nodeid.split("::")[1]: r["dirty"] for nodeid, r in results(records).items()}
+    assert dirty == {
+        "test_00_clean": [],
+        "test_01_undeclared_write": ["db"],
+        "test_02_next_test_is_clean": [],
+        "test_03_declared_write": [],
+        "test_04_add": ["db"],
+        "test_05_add_not_matching": [],
+        "test_06_remove": ["db"],
+        "test_07_chmod": ["db"],
+        "test_08_other_group": ["cfg"],
+        "test_09_declares_all": [],
+        "test_10_deep_add": ["tree"],
+        "test_11_same_size_rewrite_with_restored_mtime": ["cfg"],
+        "test_12_replace_with_fifo": ["db"],
+        "test_13_clean": [],
+    }
+    assert {r["outcome"] for r in results(records).values()} == {"passed"}
+
+
+def test_leases_do_not_follow_symlinks(gate, tmp_path):
+    outside = tmp_path / "outside"
+    make_tree(outside, {"target.txt": "t", "other.txt": "o", "dir/inner.txt": "i"})
+    links = gate.path / "fixtures" / "links"
+    links.mkdir(parents=True)
+    (links / "file.txt").symlink_to(outside / "target.txt")
+    (links / "dir").symlink_to(outside / "dir", target_is_directory=True)
+    gate.pytester.makepyfile(test_links=f"""
+        import os
+        OUTSIDE = {str(outside)!r}
+
+        def test_1_write_link_target():
+            with open(os.path.join(OUTSIDE, "target.txt"), "a") as f:
+                f.write("changed")
+            # New link metadata forces a look at its identity: the target, not the content.
+            os.utime("fixtures/links/file.txt", ns=(1, 1), follow_symlinks=False)
+
+        def test_2_add_in_linked_dir():
+            with open(os.path.join(OUTSIDE, "dir", "added.txt"), "w") as f:
+                f.write("new")
+
+        def test_3_retarget_link():
+            os.remove("fixtures/links/file.txt")
+            os.symlink(os.path.join(OUTSIDE, "other.txt"), "fixtures/links/file.txt")
+    """)
+    _, records = gate.run_records(groups=[("links", "fixtures/links", r"fixtures/links/.*", -1)])
+    groups = json.loads((gate.path / "groups.json").read_text())
+    assert [f["identity"] for f in groups["groups"][0]["files"]] == [
+        "link:" + str(outside / "dir"), "link:" + str(outside / "target.txt")]
+    assert [r["dirty"] for r in results(records).values()] == [[], [], ["links"]]
+
+
+def test_fifo_in_a_group_does_not_hang(gate):
+    make_tree(gate.path, {"fixtures/p/a.sqlite": "a"})
+    os.mkfifo(gate.path / "fixtures/p/pipe.sqlite")
+    gate.pytester.makepyfile(test_fifo="""
+        import os
+        def test_1_clean(): pass
+        def test_2_add_fifo(): os.mkfifo("fixtures/p/new.sqlite")
+        def test_3_clean(): pass
+    """)
+    _, records = gate.run_records(groups=[("p", "fixtures/p", r"fixtures/p/[^/]*\.sqlite", 1)])
+    groups = json.loads((gate.path / "groups.json").read_text())
+    assert "special" in [f["identity"] for f in groups["groups"][0]["files"]]
+    assert [r["dirty"] for r in results(records).values()] == [[], ["p"], []]
+    assert only(records, "end")["exitstatus"] == 0
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    """The plugin module imported here, to drive a Lease directly (no bytecode written)."""
+    spec = importlib.util.spec_from_file_location("evidence_gate_pytest_under_test",
+                                                  PLUGIN_DIR / "evidence_gate_pytest.py")
+    module = importlib.util.module_from_spec(spec)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = saved
+    return module
+
+
+def one_lease(plugin, root, files):
+    make_tree(root, files)
+    groups = json.loads(write_groups(root, [("g", "g", r"g/.*", 1)]).read_text())
+    return plugin.Lease(groups["groups"][0], groups["root"])
+
+
+def test_racy_same_size_rewrite_with_unchanged_stat_is_caught(plugin, tmp_path, monkeypatch):
+    lease = one_lease(plugin, tmp_path, {"g/a.bin": "AAAA"})
+    path = str(tmp_path / "g/a.bin")
+    (tmp_path / "g/a.bin").write_text("CCCC")
+    assert lease.check()
+    # A coarse-timestamp file system: the rewrite right after the check leaves
+    # every stat field as the check saw it.
+    frozen = os.lstat(path)
+    real = plugin.lstat
+    monkeypatch.setattr(plugin, "lstat", lambda p: frozen if p == path else real(p))
+    (tmp_path / "g/a.bin").write_text("BBBB")
+    assert lease.check()
+    assert not lease.check()  # blamed once: the next check starts from the new content
+
+
+def test_racy_directory_is_rescanned(plugin, tmp_path, monkeypatch):
+    lease = one_lease(plugin, tmp_path, {"g/a.bin": "A"})
+    (tmp_path / "g/b.bin").write_text("B")
+    assert lease.check()
+    # As above, for the directory: the addition does not move its mtime.
+    directory = str(tmp_path / "g")
+    frozen = os.lstat(directory)
+    real = plugin.lstat
+    monkeypatch.setattr(plugin, "lstat", lambda p: frozen if p == directory else real(p))
+    (tmp_path / "g/c.bin").write_text("C")
+    assert lease.check()
+
+
+def test_file_present_before_the_session_is_not_blamed(plugin, tmp_path):
+    make_tree(tmp_path, {"g/a.bin": "A"})
+    groups = json.loads(write_groups(tmp_path, [("g", "g", r"g/.*", 1)]).read_text())
+    (tmp_path / "g/late.bin").write_text("L")  # after evgate listed the group
+    lease = plugin.Lease(groups["groups"][0], groups["root"])
+    assert not lease.check()
+    (tmp_path / "g/late.bin").write_text("M")
+    assert lease.check()
+
+
+def test_unchanged_old_file_is_not_read(plugin, tmp_path, monkeypatch):
+    lease = one_lease(plugin, tmp_path, {"g/a.bin": "AAAA", "g/b.bin": "BBBB"})
+    time.sleep(0.2)  # older than the racy window of the next checks
+    assert not lease.check()
+    reads = []
+    real = plugin.identity
+    monkeypatch.setattr(plugin, "identity", lambda path, st: reads.append(path) or real(path, st))
+    time.sleep(0.1)
+    assert not lease.check()
+    assert reads == []
+    (tmp_path / "g/b.bin").write_text("CCCCC")
+    assert lease.check()
+    assert reads == [str(tmp_path / "g/b.bin")]
+
+
+# ------------------------------------------------------------------ collect mode
+
+
+def test_collect_document(gate, monkeypatch):
+    pytester = gate.pytester
+    pytester.makefile(".ini", pytest="""
+        [pytest]
+        testpaths = tests
+        addopts = -rA
+    """)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--tb=short -p no:cacheprovider")
+    pytester.makeconftest("")
+    make_tree(pytester.path, {
+        "tests/conftest.py": "",
+        "tests/test_m.py": textwrap.dedent("""
+            import datetime, pytest
+
+            def test_plain(): pass
+
+            @pytest.mark.serial
+            @pytest.mark.writes("db")
+            @pytest.mark.writes("cfg", "db")
+            def test_marked(): pass
+
+            @pytest.mark.env_sensitive(until=datetime.date(2030, 1, 2), owner="ops", reason="needs TZ")
+            def test_sensitive(): pass
+
+            @pytest.mark.writes("tree")
+            class TestC:
+                @pytest.mark.writes("db")
+                def test_in_class(self): pass
+        """),
+        "tests/test_broken.py": "import no_such_module_here\n",
+    })
+    out = pytester.path / "collect.json"
+    result = gate.run("--collect-only", f"--evidence-gate-collect={out}")
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert not Path(str(out) + ".tmp").exists()
+    assert doc["schema"] == 1
+    assert doc["rootdir"] == str(pytester.path)
+    assert doc["configfile"] == str(pytester.path / "pytest.ini")
+    assert doc["inifile_kind"] == "pytest.ini"
+    assert doc["testpaths"] == ["tests"]
+    assert doc["addopts"] == ["-rA", "--tb=short", "-p", "no:cacheprovider"]
+    assert doc["args"] == ["tests"]
+    assert doc["invocation_dir"] == str(pytester.path)
+    assert doc["conftests"] == sorted([str(pytester.path / "conftest.py"), str(pytester.path / "tests/conftest.py")])
+    assert doc["plugins"] == [{"name": "evidence_gate_pytest", "dist": None, "version": None}]
+    assert doc["python"] == sys.executable
+    assert doc["pytest_version"] == pytest.__version__
+    assert doc["tests"] == [
+        {"id": "tests/test_m.py::test_plain", "serial": False, "writes": [], "env_sensitive": None},
+        {"id": "tests/test_m.py::test_marked", "serial": True, "writes": ["cfg", "db"], "env_sensitive": None},
+        {"id": "tests/test_m.py::test_sensitive", "serial": False, "writes": [],
+         "env_sensitive": {"until": "2030-01-02", "owner": "ops", "reason": "needs TZ"}},
+        {"id": "tests/test_m.py::TestC::test_in_class", "serial": False, "writes": ["db", "tree"],
+         "env_sensitive": None},
+    ]
+    assert [e["nodeid"] for e in doc["errors"]] == ["tests/test_broken.py"]
+    assert "no_such_module_here" in doc["errors"][0]["message"]
+    assert len(doc["errors"][0]["message"]) <= 2000
+    assert doc["exitstatus"] == result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_collect_mode_requires_collect_only(gate):
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result = gate.run(f"--evidence-gate-collect={gate.path / 'c.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (gate.path / "c.json").exists()
+
+
+# ----------------------------------------------------------------- manifest mode
+
+
+def test_manifest_writes_env_names_but_no_secret_values(tmp_path):
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "ReadMe").write_text("x")
+    digits = tmp_path / "digits"
+    digits.mkdir()
+    (digits / "123").write_text("x")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(PLUGIN_DIR),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "7",
+        "TZ": "UTC",
+        "LC_ALL": "C.UTF-8",
+        "DEPLOY_API_TOKEN": "canary-123",
+        "PYTHON_API_TOKEN": "canary-456",
+    }
+    for root, out in ((probe, tmp_path / "manifest.json"), (digits, tmp_path / "digits.json")):
+        subprocess.run([sys.executable, "-m", "evidence_gate_pytest", "manifest", str(out), "--root", str(root)],
+                       env=env, cwd=str(tmp_path), check=True, timeout=TIMEOUT)
+    text = (tmp_path / "manifest.json").read_text(encoding="utf-8")
+    assert "canary-123" not in text and "canary-456" not in text
+    doc = json.loads(text)
+    assert doc["schema"] == 1
+    assert {"DEPLOY_API_TOKEN", "PYTHON_API_TOKEN", "TZ", "PATH"} <= set(doc["env_names"])
+    assert doc["env_names"] == sorted(doc["env_names"])
+    assert doc["env"] == {"LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "7",
+                          "PYTHONPATH": str(PLUGIN_DIR), "TZ": "UTC"}
+    assert doc["pythonhashseed"] == "7"
+    assert doc["timezone"]["TZ"] == "UTC" and doc["timezone"]["utc_offset_minutes"] == 0
+    assert doc["locale"]["env"] == {"LC_ALL": "C.UTF-8"}
+    assert doc["python_executable"] == sys.executable
+    assert doc["pytest_version"] == pytest.__version__
+    assert doc["distributions"]["pytest"] == pytest.__version__
+    assert doc["umask"] == format(current_umask(), "04o")
+    assert doc["case_sensitive"] == {"root": True, "tempdir": True}
+    assert sorted(os.listdir(probe)) == ["ReadMe"]  # the probe wrote nothing
+    assert json.loads((tmp_path / "digits.json").read_text())["case_sensitive"]["root"] is None
+
+
+def current_umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
