@@ -1,0 +1,17 @@
+# Every dependency comes from the system (Debian packages); nothing is downloaded or vendored.
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+find_package(Microsoft.GSL REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256 of fixture files and receipts
+
+# Debian's RapidJSON config only sets RAPIDJSON_INCLUDE_DIRS: wrap it in a target.
+find_package(RapidJSON REQUIRED)
+add_library(evidence_gate_rapidjson INTERFACE)
+target_include_directories(evidence_gate_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIRS})
+target_compile_definitions(evidence_gate_rapidjson INTERFACE RAPIDJSON_HAS_STDSTRING=1)
+
+# xxHash (XXH3) keys the shuffle: fast, and the same on every machine. No CMake config on Debian.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(XXHASH_LIBRARY xxhash REQUIRED)
+add_library(evidence_gate_xxhash INTERFACE)
+target_include_directories(evidence_gate_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIR})
+target_link_libraries(evidence_gate_xxhash INTERFACE ${XXHASH_LIBRARY})

@@ -1,0 +1,351 @@
+#[=======================================================================[.rst:
+EvidenceGate
+------------
+
+Run a pytest suite as evidence: several seed-shuffled orders with fixture leases, a
+per-test ledger, and a gate that fails exactly when a row blocks. All as CTest tests.
+
+.. command:: evidence_gate_add_suite
+
+  .. code-block:: cmake
+
+    evidence_gate_add_suite(<name>
+                            [ROOT dir]
+                            [TESTS path...]
+                            [SEEDS n]
+                            [RERUNS n]
+                            [FIXTURES file]
+                            [BASELINE file]
+                            [QUARANTINE file]
+                            [RUNNER_BUNDLES path...]
+                            [PERTURB ON|OFF]
+                            [PYTHON exe]
+                            [PYTEST_ARGS arg...]
+                            [ENVIRONMENT VAR=value...]
+                            [TIMEOUT seconds]
+                            [LABELS label...])
+
+  Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` (when there are
+  fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
+  ``<name>.rerun`` and ``<name>.gate``, tied by CTest fixtures so that
+  ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
+  test carries the labels ``evidence`` and ``<name>``. Everything is written below
+  ``${CMAKE_CURRENT_BINARY_DIR}/evidence/<name>/``; nothing is written to the source tree.
+
+  ``ROOT dir``
+    The pytest project root: pytest always runs with ``--rootdir`` = ROOT and cwd = ROOT.
+    Relative to ``CMAKE_CURRENT_SOURCE_DIR``. Default: ``CMAKE_CURRENT_SOURCE_DIR``.
+
+  ``TESTS path...``
+    Paths handed to pytest, relative to ROOT; each must exist. Default: pytest's own
+    ``testpaths``.
+
+  ``SEEDS n``
+    Number of shuffled orders; the collection order (seed 0) runs as well. Default: 8.
+
+  ``RERUNS n``
+    How often an order is rerun when a test's outcome differs between orders, to tell
+    order dependence (same outcome every time in one order) from nondeterminism. Default: 2.
+
+  ``FIXTURES file``
+    The fixture-group manifest (``name: glob`` a line), relative to ROOT. Default:
+    ``ROOT/fixtures.manifest`` if it exists.
+
+  ``BASELINE file``
+    The committed collection baseline ``{"collected": N, "tests": [...]}``, relative to
+    ROOT. Default: none.
+
+  ``QUARANTINE file``
+    Dated exceptions, one JSON object a line, relative to ROOT. Default: none.
+
+  ``RUNNER_BUNDLES path...``
+    Results from other machines (evidence directories or JUnit XML files). Default: none;
+    the environment variable ``EVIDENCE_GATE_RUNNER_BUNDLES`` (a ``;`` list) adds more.
+
+  ``PERTURB ON|OFF``
+    An extra run in a deliberately different environment. Default: ``ON``.
+
+  ``PYTHON exe``
+    The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
+    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3``
+    that can ``import pytest``.
+
+  ``PYTEST_ARGS arg...``
+    Extra pytest arguments for every run. Default: none.
+
+  ``ENVIRONMENT VAR=value...``
+    Extra environment for every run. Default: none.
+
+  ``TIMEOUT seconds``
+    Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
+    its order runs in a fresh process. Default: 600.
+
+  ``LABELS label...``
+    Extra CTest labels. Default: none.
+#]=======================================================================]
+
+include_guard(GLOBAL)
+
+# Quote `value` as a JSON string.
+function(_evidence_gate_json_string out value)
+  string(REPLACE "\\" "\\\\" value "${value}")
+  string(REPLACE "\"" "\\\"" value "${value}")
+  string(REPLACE "\n" "\\n" value "${value}")
+  string(REPLACE "\r" "\\r" value "${value}")
+  string(REPLACE "\t" "\\t" value "${value}")
+  set(${out} "\"${value}\"" PARENT_SCOPE)
+endfunction()
+
+function(_evidence_gate_json_list out)
+  set(items "")
+  foreach(item IN LISTS ARGN)
+    _evidence_gate_json_string(quoted "${item}")
+    list(APPEND items "${quoted}")
+  endforeach()
+  list(JOIN items ", " joined)
+  set(${out} "[${joined}]" PARENT_SCOPE)
+endfunction()
+
+# Does `python` import pytest? Sets <out> to pytest's version, or empty.
+function(_evidence_gate_pytest_version out python)
+  execute_process(COMMAND "${python}" -c "import pytest; print(pytest.__version__)"
+                  RESULT_VARIABLE failed OUTPUT_VARIABLE version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(failed)
+    set(version "")
+  endif()
+  set(${out} "${version}" PARENT_SCOPE)
+endfunction()
+
+# The interpreter for a suite: PYTHON, then Python3_EXECUTABLE, then the first candidate
+# that can import pytest (on Debian the first python3 on PATH may lack it).
+function(_evidence_gate_find_python out explicit)
+  if(explicit)
+    set(candidates "${explicit}")
+  elseif(Python3_EXECUTABLE)
+    set(candidates "${Python3_EXECUTABLE}")
+  else()
+    get_property(known GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON)
+    if(known)
+      set(${out} "${known}" PARENT_SCOPE)
+      return()
+    endif()
+    find_program(on_path NAMES python3 python NO_CACHE)
+    set(candidates ${on_path} /usr/bin/python3 /usr/local/bin/python3)
+    list(REMOVE_DUPLICATES candidates)
+  endif()
+  foreach(python IN LISTS candidates)
+    _evidence_gate_pytest_version(version "${python}")
+    if(version)
+      message(STATUS "EvidenceGate: using ${python} (pytest ${version})")
+      if(NOT explicit AND NOT Python3_EXECUTABLE)
+        set_property(GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON "${python}")
+      endif()
+      set(${out} "${python}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  list(JOIN candidates "', '" tried)
+  message(FATAL_ERROR
+    "EvidenceGate: no Python interpreter that can import pytest.\n"
+    "  Tried: '${tried}'\n"
+    "  Install pytest for one of them (on Debian: apt-get install python3-pytest), "
+    "or name one with PYTHON or Python3_EXECUTABLE.")
+endfunction()
+
+# A path argument relative to ROOT that must exist.
+function(_evidence_gate_existing_path out keyword value root)
+  cmake_path(ABSOLUTE_PATH value BASE_DIRECTORY "${root}" NORMALIZE OUTPUT_VARIABLE path)
+  if(NOT EXISTS "${path}")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ${keyword} does not exist:\n  Path: '${path}'")
+  endif()
+  set(${out} "${path}" PARENT_SCOPE)
+endfunction()
+
+function(_evidence_gate_check_integer keyword value)
+  if(NOT value MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ${keyword} must be a whole number, not \"${value}\"")
+  endif()
+endfunction()
+
+# At configure time, when the tool is already built (an installed package), validate the
+# suite's input files now instead of at test time.
+function(_evidence_gate_check_inputs suite_file)
+  get_target_property(imported EvidenceGate::evgate IMPORTED)
+  if(NOT imported)
+    return()
+  endif()
+  get_target_property(configs EvidenceGate::evgate IMPORTED_CONFIGURATIONS)
+  list(GET configs 0 config)
+  get_target_property(tool EvidenceGate::evgate IMPORTED_LOCATION_${config})
+  if(NOT EXISTS "${tool}")
+    return()
+  endif()
+  execute_process(COMMAND "${tool}" check "--suite=${suite_file}"
+                  RESULT_VARIABLE failed OUTPUT_QUIET ERROR_VARIABLE message)
+  if(failed)
+    string(STRIP "${message}" message)
+    message(FATAL_ERROR "${message}")
+  endif()
+endfunction()
+
+function(evidence_gate_add_suite name)
+  set(options "")
+  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE QUARANTINE PERTURB PYTHON TIMEOUT)
+  set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
+
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "Unknown keywords given to evidence_gate_add_suite(): \"${arg_UNPARSED_ARGUMENTS}\"")
+  endif()
+  if(arg_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "Keywords given to evidence_gate_add_suite() without a value: \"${arg_KEYWORDS_MISSING_VALUES}\"")
+  endif()
+  if(NOT name MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): the suite name \"${name}\" may hold only letters, digits, '_', '.' and '-'")
+  endif()
+  get_property(taken DIRECTORY PROPERTY _EVIDENCE_GATE_SUITES)
+  if(name IN_LIST taken)
+    message(FATAL_ERROR "evidence_gate_add_suite(): a suite named \"${name}\" already exists in this directory")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY _EVIDENCE_GATE_SUITES "${name}")
+
+  # One default per keyword.
+  if(NOT DEFINED arg_ROOT)
+    set(arg_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
+  endif()
+  cmake_path(ABSOLUTE_PATH arg_ROOT BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE root)
+  string(REGEX REPLACE "(.)/$" "\\1" root "${root}")
+  if(NOT IS_DIRECTORY "${root}")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ROOT is not a directory:\n  Path: '${root}'")
+  endif()
+  foreach(path IN LISTS arg_TESTS)
+    string(REGEX REPLACE "::.*" "" file_part "${path}")
+    _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
+  endforeach()
+  if(NOT DEFINED arg_SEEDS)
+    set(arg_SEEDS 8)
+  endif()
+  _evidence_gate_check_integer(SEEDS "${arg_SEEDS}")
+  if(NOT DEFINED arg_RERUNS)
+    set(arg_RERUNS 2)
+  endif()
+  _evidence_gate_check_integer(RERUNS "${arg_RERUNS}")
+  if(NOT DEFINED arg_TIMEOUT)
+    set(arg_TIMEOUT 600)
+  endif()
+  _evidence_gate_check_integer(TIMEOUT "${arg_TIMEOUT}")
+  if(arg_TIMEOUT EQUAL 0)
+    message(FATAL_ERROR "evidence_gate_add_suite(): TIMEOUT must be at least 1 second")
+  endif()
+  if(NOT DEFINED arg_PERTURB)
+    set(arg_PERTURB ON)
+  endif()
+  if(NOT arg_PERTURB MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): PERTURB must be ON or OFF, not \"${arg_PERTURB}\"")
+  endif()
+  set(fixtures "")
+  if(DEFINED arg_FIXTURES)
+    _evidence_gate_existing_path(fixtures FIXTURES "${arg_FIXTURES}" "${root}")
+  elseif(EXISTS "${root}/fixtures.manifest")
+    set(fixtures "${root}/fixtures.manifest")
+  endif()
+  set(quarantine "")
+  if(DEFINED arg_QUARANTINE)
+    _evidence_gate_existing_path(quarantine QUARANTINE "${arg_QUARANTINE}" "${root}")
+  endif()
+  set(baseline "")
+  if(DEFINED arg_BASELINE)
+    cmake_path(ABSOLUTE_PATH arg_BASELINE BASE_DIRECTORY "${root}" NORMALIZE OUTPUT_VARIABLE baseline)
+  endif()
+  set(bundles "")
+  foreach(bundle IN LISTS arg_RUNNER_BUNDLES)
+    _evidence_gate_existing_path(path RUNNER_BUNDLES "${bundle}" "${root}")
+    list(APPEND bundles "${path}")
+  endforeach()
+  foreach(entry IN LISTS arg_ENVIRONMENT)
+    if(NOT entry MATCHES "^[A-Za-z_][A-Za-z0-9_]*=")
+      message(FATAL_ERROR "evidence_gate_add_suite(): ENVIRONMENT entries are VAR=value, not \"${entry}\"")
+    endif()
+  endforeach()
+  _evidence_gate_find_python(python "${arg_PYTHON}")
+
+  # suite.json: everything the tool needs, written only when it changes.
+  set(evidence_dir "${CMAKE_CURRENT_BINARY_DIR}/evidence/${name}")
+  cmake_path(SET plugin_dir NORMALIZE "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../templates/pytest")
+  if(arg_PERTURB)
+    set(perturb true)
+  else()
+    set(perturb false)
+  endif()
+  foreach(key name root evidence_dir plugin_dir python fixtures baseline quarantine)
+    _evidence_gate_json_string(json_${key} "${${key}}")
+  endforeach()
+  _evidence_gate_json_list(json_tests ${arg_TESTS})
+  _evidence_gate_json_list(json_pytest_args ${arg_PYTEST_ARGS})
+  _evidence_gate_json_list(json_environment ${arg_ENVIRONMENT})
+  _evidence_gate_json_list(json_bundles ${bundles})
+  set(suite_file "${evidence_dir}/suite.json")
+  file(WRITE "${suite_file}.in" "{\n"
+    "  \"schema\": 1,\n"
+    "  \"name\": ${json_name},\n"
+    "  \"root\": ${json_root},\n"
+    "  \"evidence_dir\": ${json_evidence_dir},\n"
+    "  \"plugin_dir\": ${json_plugin_dir},\n"
+    "  \"python\": ${json_python},\n"
+    "  \"tests\": ${json_tests},\n"
+    "  \"seeds\": ${arg_SEEDS},\n"
+    "  \"reruns\": ${arg_RERUNS},\n"
+    "  \"fixtures\": ${json_fixtures},\n"
+    "  \"baseline\": ${json_baseline},\n"
+    "  \"quarantine\": ${json_quarantine},\n"
+    "  \"runner_bundles\": ${json_bundles},\n"
+    "  \"perturb\": ${perturb},\n"
+    "  \"pytest_args\": ${json_pytest_args},\n"
+    "  \"environment\": ${json_environment},\n"
+    "  \"timeout\": ${arg_TIMEOUT}\n"
+    "}\n")
+  configure_file("${suite_file}.in" "${suite_file}" COPYONLY)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fixtures} ${quarantine})
+  _evidence_gate_check_inputs("${suite_file}")
+
+  # The CTest steps, tied by fixtures: manifest and receipt (and the fixture snapshot)
+  # set up the seed runs, the runs set up the reruns, and the gate needs them all.
+  set(tool "$<TARGET_FILE:EvidenceGate::evgate>")
+  set(suite_arg "--suite=${suite_file}")
+  set(labels evidence ${name} ${arg_LABELS})
+  string(SHA1 root_hash "${root}")
+  set(lock "evidence-gate-fixtures-${root_hash}")  # suites sharing a ROOT never race on its files
+  set(run_fixtures ${name}.receipt)
+  set(run_lock "")
+  if(fixtures)
+    add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures ${suite_arg})
+    set_tests_properties(${name}.fixtures PROPERTIES FIXTURES_SETUP ${name}.fixtures RESOURCE_LOCK ${lock})
+    list(APPEND run_fixtures ${name}.fixtures)
+    set(run_lock ${lock})
+  endif()
+  add_test(NAME ${name}.manifest COMMAND ${tool} manifest ${suite_arg})
+  set_tests_properties(${name}.manifest PROPERTIES FIXTURES_SETUP ${name}.env)
+  add_test(NAME ${name}.receipt COMMAND ${tool} receipt ${suite_arg})
+  set_tests_properties(${name}.receipt PROPERTIES FIXTURES_SETUP ${name}.receipt)
+  if(fixtures)
+    set_tests_properties(${name}.receipt PROPERTIES FIXTURES_REQUIRED ${name}.fixtures)
+  endif()
+  set(steps ${name}.manifest ${name}.receipt)
+  foreach(seed RANGE 0 ${arg_SEEDS})
+    add_test(NAME ${name}.seed.${seed} COMMAND ${tool} run ${suite_arg} --seed ${seed})
+    set_tests_properties(${name}.seed.${seed} PROPERTIES
+      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs RESOURCE_LOCK "${run_lock}")
+    list(APPEND steps ${name}.seed.${seed})
+  endforeach()
+  add_test(NAME ${name}.rerun COMMAND ${tool} rerun ${suite_arg})
+  set_tests_properties(${name}.rerun PROPERTIES
+    FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}")
+  add_test(NAME ${name}.gate COMMAND ${tool} gate ${suite_arg})
+  set_tests_properties(${name}.gate PROPERTIES
+    FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns")
+  list(APPEND steps ${name}.rerun ${name}.gate)
+  if(fixtures)
+    list(APPEND steps ${name}.fixtures)
+  endif()
+  set_tests_properties(${steps} PROPERTIES LABELS "${labels}")
+endfunction()

@@ -1,0 +1,310 @@
+#include "cli.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "baseline.hpp"
+#include "date.hpp"
+#include "env_manifest.hpp"
+#include "error.hpp"
+#include "fixture_manifest.hpp"
+#include "fixture_store.hpp"
+#include "gate.hpp"
+#include "json_io.hpp"
+#include "quarantine.hpp"
+#include "receipt.hpp"
+#include "rerun_planner.hpp"
+#include "seed_runner.hpp"
+#include "shuffle.hpp"
+#include "suite_config.hpp"
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+namespace evgate {
+namespace {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*handler)(const Args& args);
+};
+
+// Parses `args` strictly (no guessing of abbreviated option names); nullopt after --help.
+std::optional<po::variables_map> parse(const char* name, const Args& args, po::options_description& options) {
+    options.add_options()("help,h", "show this help");
+    po::variables_map vm;
+    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(options).style(style).run(), vm);
+    if (vm.count("help")) {
+        std::cout << "usage: evgate " << name << " [options]\n" << options;
+        return std::nullopt;
+    }
+    po::notify(vm);
+    return vm;
+}
+
+po::options_description suite_options(const char* caption) {
+    po::options_description options(caption);
+    options.add_options()("suite", po::value<std::string>()->required(), "suite.json written by evidence_gate_add_suite()");
+    return options;
+}
+
+SuiteConfig suite_of(const po::variables_map& vm) { return load_suite_config(vm["suite"].as<std::string>()); }
+
+std::vector<QuarantineEntry> load_quarantine(const SuiteConfig& suite) {
+    if (!suite.quarantine) return {};
+    std::ifstream in(*suite.quarantine);
+    if (!in) throw InputError(suite.quarantine->string(), 0, "cannot read the quarantine file");
+    return parse_quarantine(in, suite.quarantine->string());
+}
+
+std::optional<Baseline> load_baseline(const SuiteConfig& suite) {
+    if (!suite.baseline) return std::nullopt;
+    if (!fs::exists(*suite.baseline))
+        throw InputError(suite.baseline->string(), 0, "the baseline does not exist; write it with `evgate baseline`");
+    return parse_baseline(read_file(*suite.baseline), suite.baseline->string());
+}
+
+int cmd_check(const Args& args) {
+    auto options = suite_options("check: validate the suite's input files");
+    auto vm = parse("check", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const FixtureStore store(suite);
+    for (const auto& group : store.groups()) compile_glob(group.pattern);
+    load_quarantine(suite);
+    load_baseline(suite);
+    std::cout << "evgate: " << suite.name << ": inputs are valid (" << store.groups().size() << " fixture groups)\n";
+    return 0;
+}
+
+int cmd_fixtures(const Args& args) {
+    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups as pristine");
+    auto vm = parse("fixtures", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    FixtureStore store(suite);
+    if (store.restore_if_pending()) std::cout << "evgate: restored fixture groups left dirty by an interrupted run\n";
+    store.snapshot();
+    std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
+    return 0;
+}
+
+int cmd_manifest(const Args& args) {
+    auto options = suite_options("manifest: record the environment the tests run in");
+    auto vm = parse("manifest", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    write_env_manifest(suite);
+    std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
+    return 0;
+}
+
+int cmd_receipt(const Args& args) {
+    auto options = suite_options("receipt: collect the suite and record what pytest really used");
+    auto vm = parse("receipt", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
+    const auto receipt = take_receipt(suite);
+    std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
+              << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
+              << receipt.tests.size() << " tests collected\n";
+    for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    const auto problems = receipt_problems(suite, receipt);
+    if (problems.empty()) return 0;
+    std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
+    for (const auto& p : problems) std::cerr << "  " << p << '\n';
+    std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
+    return 1;
+}
+
+void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
+    const auto records = read_run_records(records_file(suite, plan.id));
+    int failed = 0;
+    for (const auto& [test, result] : records.results) failed += outcome_class(result.outcome) == "fail";
+    std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << records.results.size() << " of "
+              << plan.tests.size() << " tests ran, " << failed << " failed, " << summary.interrupted.size()
+              << " interrupted, " << summary.processes << " pytest process(es)"
+              << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
+}
+
+int cmd_run(const Args& args) {
+    auto options = suite_options("run: run the suite in one seed's order (seed 0: collection order)");
+    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
+    auto vm = parse("run", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    RunPlan plan;
+    plan.seed = (*vm)["seed"].as<std::uint64_t>();
+    plan.id = plan.order = "seed." + std::to_string(plan.seed);
+    plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    const auto summary = run_plan(suite, receipt, store, plan);
+    report_run(plan, summary, suite);
+    if (!summary.harness_ok) {  // a failing test is data; a suite that never started is not
+        std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_rerun(const Args& args) {
+    auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
+    options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
+    auto vm = parse("rerun", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    std::vector<LoadedRun> seeds;
+    for (auto& run : load_runs(suite, receipt.id)) {
+        if (run.plan.id.find(".rerun.") != std::string::npos || run.plan.order == "alone") {
+            fs::remove(records_file(suite, run.plan.id));
+            fs::remove(plan_file(suite, run.plan.id));
+        } else {
+            seeds.push_back(std::move(run));
+        }
+    }
+    RerunLimits limits;
+    limits.reruns = vm->count("reruns") ? (*vm)["reruns"].as<int>() : suite.reruns;
+    const auto plans = plan_reruns(seeds, limits);
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    bool harness_ok = true;
+    for (const auto& plan : plans) {
+        const auto summary = run_plan(suite, receipt, store, plan);
+        report_run(plan, summary, suite);
+        harness_ok = harness_ok && summary.harness_ok;
+    }
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    return harness_ok ? 0 : 1;
+}
+
+int cmd_gate(const Args& args) {
+    auto options = suite_options("gate: build the ledger, print it, fail when a row blocks");
+    options.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
+    auto vm = parse("gate", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    GateInput input;
+    input.receipt = load_receipt(suite.receipt_file());
+    input.root = suite.root.string();
+    input.runs = load_runs(suite, input.receipt.id);
+    for (int k = 0; k <= suite.seeds; ++k) input.expected_runs.push_back("seed." + std::to_string(k));
+    input.quarantine = load_quarantine(suite);
+    input.baseline = load_baseline(suite);
+    input.today = today_utc();
+    if (vm->count("today")) {
+        const auto text = (*vm)["today"].as<std::string>();
+        auto date = parse_date(text);
+        if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quoted(text));
+        input.today = *date;
+    }
+    const auto rows = build_ledger(input);
+    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
+    const int blocked = print_gate(std::cout, suite.name, rows, input.runs.size());
+    std::cout << "ledger: " << suite.ledger_file().string() << '\n';
+    return blocked > 0 ? 1 : 0;
+}
+
+int cmd_baseline(const Args& args) {
+    auto options = suite_options("baseline: write the collection baseline from a fresh collection");
+    options.add_options()("output", po::value<std::string>(), "where to write it (default: the suite's BASELINE)");
+    auto vm = parse("baseline", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    fs::path output = vm->count("output") ? fs::path((*vm)["output"].as<std::string>())
+                                          : suite.baseline.value_or(suite.evidence_dir / "baseline.json");
+    const auto receipt = take_receipt(suite);
+    if (!receipt.errors.empty()) throw Error("collection has errors; fix them before writing a baseline: " + receipt.errors.front());
+    Baseline baseline;
+    baseline.collected = static_cast<std::int64_t>(receipt.tests.size());
+    baseline.lists_tests = true;
+    for (const auto& t : receipt.tests) baseline.tests.push_back(t.id);
+    write_file_atomic(output, baseline_json(baseline));
+    std::cout << "evgate: wrote " << output.string() << " (" << baseline.collected << " tests)\n";
+    return 0;
+}
+
+int cmd_restore(const Args& args) {
+    auto options = suite_options("restore: bring the fixture groups back to their pristine content");
+    auto vm = parse("restore", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    FixtureStore store(suite);
+    const auto changed = store.restore();
+    for (const auto& line : changed) std::cout << "evgate: " << line << '\n';
+    std::cout << "evgate: " << suite.name << ": fixture groups are pristine\n";
+    return 0;
+}
+
+int cmd_order(const Args& args) {
+    auto options = suite_options("order: print the test order of a seed, one node id a line (JSON strings)");
+    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
+    auto vm = parse("order", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    for (const auto& id : shuffled_order(receipt.collected(), (*vm)["seed"].as<std::uint64_t>()))
+        std::cout << json_string(id) << '\n';
+    return 0;
+}
+
+const Command kCommands[] = {
+    {"check", "validate the suite's fixture manifest, quarantine and baseline", cmd_check},
+    {"fixtures", "snapshot the fixture groups (after completing a pending restore)", cmd_fixtures},
+    {"manifest", "record the environment manifest", cmd_manifest},
+    {"receipt", "collect and record the workspace receipt", cmd_receipt},
+    {"run", "run the suite in one seed's order", cmd_run},
+    {"rerun", "rerun orders to tell order dependence from nondeterminism", cmd_rerun},
+    {"gate", "build the ledger and fail when a row blocks", cmd_gate},
+    {"baseline", "write the collection baseline", cmd_baseline},
+    {"restore", "restore the fixture groups to pristine", cmd_restore},
+    {"order", "print a seed's test order", cmd_order},
+};
+
+void usage(std::ostream& out) {
+    out << "usage: evgate <command> [options]   (evgate <command> --help for its options)\n\ncommands:\n";
+    for (const auto& c : kCommands) out << "  " << c.name << std::string(10 - std::string(c.name).size(), ' ') << c.summary << '\n';
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+    const Args words(argv + 1, argv + argc);
+    if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
+        usage(words.empty() ? std::cerr : std::cout);
+        return words.empty() ? 2 : 0;
+    }
+    for (const auto& command : kCommands) {
+        if (words[0] != command.name) continue;
+        try {
+            return command.handler(Args(words.begin() + 1, words.end()));
+        } catch (const po::error& e) {
+            std::cerr << "evgate: error: " << command.name << ": " << e.what() << '\n';
+            return 2;
+        } catch (const Error& e) {
+            std::cerr << "evgate: error: " << e.what() << '\n';
+            return 2;
+        } catch (const std::exception& e) {
+            std::cerr << "evgate: internal error: " << command.name << ": " << e.what() << '\n';
+            return 3;
+        }
+    }
+    std::cerr << "evgate: error: unknown command " << quoted(words[0]) << "\n";
+    usage(std::cerr);
+    return 2;
+}
+
+}  // namespace evgate

@@ -1,0 +1,42 @@
+#include "env_manifest.hpp"
+
+#include <filesystem>
+
+#include <sys/utsname.h>
+
+#include "error.hpp"
+#include "json_io.hpp"
+#include "pytest_command.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+
+void write_env_manifest(const SuiteConfig& suite) {
+    const auto from_python = suite.evidence_dir / "manifest.python.json";
+    const auto log = suite.evidence_dir / "logs" / "manifest.log";
+    fs::create_directories(log.parent_path());
+    fs::remove(from_python);
+    // Same interpreter and environment as the runs: the plugin module has a manifest mode.
+    auto spec = pytest_process(suite, {}, log);
+    spec.argv = {suite.python, "-m", "evidence_gate_pytest", "manifest", from_python.string(),
+                 "--root", suite.root.string()};
+    const auto result = run_process(spec);
+    if (!result.exited_with(0) || !fs::exists(from_python))
+        throw Error("the manifest could not be taken with " + suite.python + " (" + result.describe() + "):\n" + read_file(log));
+
+    auto doc = read_json_file(from_python);
+    auto& alloc = doc.GetAllocator();
+    struct utsname host {};
+    ::uname(&host);
+    rapidjson::Value tool(rapidjson::kObjectType);
+    tool.AddMember("name", "evgate", alloc);
+    tool.AddMember("hostname", rapidjson::Value(host.nodename, alloc), alloc);
+    tool.AddMember("kernel", rapidjson::Value(std::string(host.sysname) + " " + host.release, alloc), alloc);
+    tool.AddMember("suite", rapidjson::Value(suite.name, alloc), alloc);
+    doc.AddMember("host", tool, alloc);
+    write_file_atomic(suite.manifest_file(), to_json(doc) + "\n");
+    fs::remove(from_python);
+}
+
+}  // namespace evgate

@@ -1,0 +1,259 @@
+#include "gate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <ostream>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "json_io.hpp"
+
+namespace evgate {
+namespace {
+
+LedgerRow suite_row(std::string check, std::string verdict, std::string reason) {
+    LedgerRow row;
+    row.test = std::move(check);
+    row.suite_scope = true;
+    row.verdict = std::move(verdict);
+    row.gate = row.verdict == "stable" ? "pass" : "block";
+    row.reason = std::move(reason);
+    return row;
+}
+
+std::string list_some(const std::vector<std::string>& items, std::size_t shown = 5) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + items[i];
+    if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
+    return out;
+}
+
+// Ids the receipt does not list (a run may leave out receipt tests on purpose: a rerun prefix).
+std::vector<std::string> unknown_to(const std::unordered_set<std::string>& known, const std::vector<std::string>& ids) {
+    std::vector<std::string> out;
+    for (const auto& id : ids)
+        if (!known.count(id)) out.push_back(id);
+    return out;
+}
+
+// What each run saw against the receipt: same rootdir, configfile and conftest files,
+// no test it was not asked for, no planned test without a result.
+std::vector<LedgerRow> run_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    std::unordered_set<std::string> known;
+    for (const auto& t : input.receipt.tests) known.insert(t.id);
+    std::set<std::string> present;
+    for (const auto& run : input.runs) present.insert(run.plan.id);
+    for (const auto& id : input.expected_runs)
+        if (!present.count(id)) rows.push_back(suite_row("run:" + id, "missing", "run " + id + " left no records"));
+    for (const auto& run : input.runs) {
+        const std::string name = "run:" + run.plan.id;
+        if (!run.problem.empty()) {
+            rows.push_back(suite_row(name, "interrupted", run.problem));
+            continue;
+        }
+        const auto& r = run.records;
+        std::string trouble;
+        for (const auto& s : r.sessions) {
+            if (s.rootdir != input.receipt.rootdir)
+                trouble = "pytest ran with rootdir '" + s.rootdir + "', the receipt has '" + input.receipt.rootdir + "'";
+            else if (s.configfile != input.receipt.configfile)
+                trouble = "pytest ran with configfile '" + s.configfile.value_or("none") + "', the receipt has '" +
+                          input.receipt.configfile.value_or("none") + "'";
+            else if (s.conftests != input.receipt.conftests)
+                trouble = "pytest loaded other conftest files than the receipt lists";
+            else if (auto extra = unknown_to(known, s.unlisted); !extra.empty())
+                trouble = "pytest collected tests the receipt does not list: " + list_some(extra);
+            if (!trouble.empty()) break;
+        }
+        if (!trouble.empty()) {
+            rows.push_back(suite_row(name, "missing", trouble));
+        } else if (!r.finished) {
+            rows.push_back(suite_row(name, "interrupted", "the run did not finish (no 'finished' record)"));
+        } else if (!*r.finished) {
+            rows.push_back(suite_row(name, "interrupted", "the run did not finish: " + r.finish_note));
+        } else {
+            rows.push_back(suite_row(name, "stable", std::to_string(r.results.size()) + " results from " +
+                                                         std::to_string(r.sessions.size()) + " pytest process(es)"));
+        }
+    }
+    return rows;
+}
+
+std::vector<LedgerRow> collection_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    const auto& receipt = input.receipt;
+    if (!receipt.errors.empty()) {
+        rows.push_back(suite_row("collection", "missing",
+                                 std::to_string(receipt.errors.size()) + " collection error(s): " + receipt.errors.front()));
+    } else if (receipt.tests.empty()) {
+        rows.push_back(suite_row("collection", "missing", "no tests collected"));
+    } else {
+        rows.push_back(suite_row("collection", "stable", std::to_string(receipt.tests.size()) + " tests collected"));
+    }
+    if (input.baseline) {
+        const auto& baseline = *input.baseline;
+        const auto collected = static_cast<std::int64_t>(receipt.tests.size());
+        std::set<std::string> now;
+        for (const auto& t : receipt.tests) now.insert(t.id);
+        std::vector<std::string> gone;
+        for (const auto& id : baseline.tests)
+            if (!now.count(id)) gone.push_back(id);
+        if (collected < baseline.collected || !gone.empty()) {
+            rows.push_back(suite_row("baseline", "missing",
+                                     "collected " + std::to_string(collected) + " tests, the baseline expects " +
+                                         std::to_string(baseline.collected) + (gone.empty() ? "" : "; missing: " + list_some(gone))));
+        } else {
+            rows.push_back(suite_row("baseline", "stable", "collected " + std::to_string(collected) + " of " +
+                                                               std::to_string(baseline.collected) + " expected"));
+        }
+    }
+    return rows;
+}
+
+using AttemptsByTest = std::unordered_map<std::string, std::vector<Attempt>>;
+
+// Every attempt of every test, one pass over the runs (in run order).
+AttemptsByTest gather_attempts(const GateInput& input) {
+    AttemptsByTest attempts;
+    for (const auto& run : input.runs) {
+        if (!run.problem.empty()) continue;
+        const auto& r = run.records;
+        for (const auto& test : run.plan.tests) {
+            Attempt a;
+            a.run = run.plan.id;
+            a.order = run.plan.order;
+            a.column = run.column;
+            if (auto it = r.results.find(test); it != r.results.end()) {
+                a.outcome = it->second.outcome;
+                a.dirty = it->second.dirty;
+                a.message = it->second.message;
+            } else {
+                a.outcome = r.interrupted.count(test) ? "interrupted" : "missing";
+            }
+            attempts[test].push_back(std::move(a));
+        }
+    }
+    return attempts;
+}
+
+bool deferrable(Verdict v) { return v == Verdict::flaky || v == Verdict::failing || v == Verdict::portability_gap; }
+
+// Quarantine (and, for portability gaps, env_sensitive) turns a block into a dated deferral.
+void apply_policy(LedgerRow& row, Verdict verdict, const ReceiptTest& test, const GateInput& input) {
+    if (verdict == Verdict::stable || verdict == Verdict::skipped) {
+        row.gate = "pass";
+        return;
+    }
+    row.gate = "block";
+    if (!deferrable(verdict)) return;
+    std::optional<Date> until;
+    std::string owner;
+    if (const auto* entry = find_entry(input.quarantine, test.id)) {
+        until = entry->until;
+        owner = entry->owner;
+    } else if (verdict == Verdict::portability_gap && test.env_sensitive) {
+        until = parse_date(test.env_sensitive->until);
+        owner = test.env_sensitive->owner;
+        if (!until || owner.empty()) {
+            row.reason += " (env_sensitive needs until=YYYY-MM-DD and owner=...)";
+            return;
+        }
+    }
+    if (!until) return;
+    row.until = to_string(*until);
+    row.owner = owner;
+    if (input.today <= *until) {
+        row.gate = "defer";
+        row.reason += " (quarantined until " + *row.until + ", owner " + owner + ")";
+    } else {
+        row.reason += " (quarantine expired on " + *row.until + ", owner " + owner + ")";
+    }
+}
+
+LedgerRow test_row(const ReceiptTest& test, const std::vector<Attempt>& attempts, const GateInput& input) {
+    const auto c = classify(attempts);
+    LedgerRow row;
+    row.test = test.id;
+    row.verdict = std::string(to_string(c.verdict));
+    row.reason = c.reason;
+    row.dirty = c.dirty;
+    for (auto v : c.also) row.also.emplace_back(to_string(v));
+    for (const auto& a : attempts) row.outcomes.emplace_back(a.run, a.outcome);
+    apply_policy(row, c.verdict, test, input);
+    return row;
+}
+
+void write_strings(rapidjson::Writer<rapidjson::StringBuffer>& w, const char* key, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    w.Key(key);
+    w.StartArray();
+    for (const auto& s : items) w.String(s);
+    w.EndArray();
+}
+
+}  // namespace
+
+std::vector<LedgerRow> build_ledger(const GateInput& input) {
+    std::vector<LedgerRow> rows = collection_rows(input);
+    auto runs = run_rows(input);
+    rows.insert(rows.end(), runs.begin(), runs.end());
+    auto attempts = gather_attempts(input);
+    for (const auto& test : input.receipt.tests) rows.push_back(test_row(test, attempts[test.id], input));
+    return rows;
+}
+
+std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
+    std::string out;
+    JsonWriter json;
+    for (const auto& row : rows) {
+        auto& w = json.begin();
+        w.StartObject();
+        w.Key("test"), w.String(row.test);
+        if (row.suite_scope) w.Key("scope"), w.String("suite");
+        w.Key("verdict"), w.String(row.verdict);
+        w.Key("gate"), w.String(row.gate);
+        w.Key("reason"), w.String(row.reason);
+        if (!row.outcomes.empty()) {
+            w.Key("outcomes");
+            w.StartObject();
+            for (const auto& [run, outcome] : row.outcomes) w.Key(run.c_str(), static_cast<rapidjson::SizeType>(run.size())), w.String(outcome);
+            w.EndObject();
+        }
+        write_strings(w, "also", row.also);
+        write_strings(w, "dirty", row.dirty);
+        if (row.until) w.Key("until"), w.String(*row.until);
+        if (row.owner) w.Key("owner"), w.String(*row.owner);
+        w.EndObject();
+        out += json.text();
+        out += '\n';
+    }
+    return out;
+}
+
+int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+    int blocked = 0, deferred = 0, tests = 0;
+    for (const char* gate : {"block", "defer"}) {
+        for (const auto& row : rows) {
+            if (row.gate != gate) continue;
+            out << (row.gate == "block" ? "BLOCK " : "DEFER ") << row.test << ": " << row.verdict << ", " << row.reason << '\n';
+        }
+    }
+    for (const auto& row : rows) {
+        if (row.suite_scope) continue;
+        ++tests;
+        blocked += row.gate == "block";
+        deferred += row.gate == "defer";
+    }
+    int suite_blocks = 0;
+    for (const auto& row : rows) suite_blocks += row.suite_scope && row.gate == "block";
+    out << "evidence-gate " << suite << ": " << tests << " tests over " << runs << " runs: " << blocked << " block, "
+        << deferred << " defer, " << (tests - blocked - deferred) << " pass";
+    if (suite_blocks) out << "; " << suite_blocks << " suite check(s) block";
+    out << " -> " << (blocked + suite_blocks ? "BLOCKED" : "PASSED") << '\n';
+    return blocked + suite_blocks;
+}
+
+}  // namespace evgate

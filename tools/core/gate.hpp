@@ -1,0 +1,50 @@
+// The gate: the ledger built from the receipt and every run, the policy that decides which
+// rows block, and what `ctest` prints. Given the same inputs the ledger is byte-identical.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baseline.hpp"
+#include "date.hpp"
+#include "quarantine.hpp"
+#include "receipt.hpp"
+#include "run_records.hpp"
+#include "seed_runner.hpp"
+#include "triage.hpp"
+
+namespace evgate {
+
+struct GateInput {
+    Receipt receipt;
+    std::string root;  // ROOT, to check what each run saw
+    std::vector<LoadedRun> runs;
+    std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
+    std::vector<QuarantineEntry> quarantine;
+    std::optional<Baseline> baseline;
+    Date today;
+};
+
+struct LedgerRow {
+    std::string test;
+    bool suite_scope = false;
+    std::string verdict;
+    std::string gate;  // pass defer block
+    std::string reason;
+    std::vector<std::pair<std::string, std::string>> outcomes;  // run -> outcome, every attempt
+    std::vector<std::string> also;
+    std::vector<std::string> dirty;
+    std::optional<std::string> until;
+    std::optional<std::string> owner;
+};
+
+std::vector<LedgerRow> build_ledger(const GateInput& input);
+std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
+
+// BLOCK/DEFER lines and a one-line summary; returns the number of blocking rows.
+int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
+
+}  // namespace evgate

@@ -1,0 +1,112 @@
+#include "process.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.hpp"
+
+extern char** environ;
+
+namespace evgate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kGracePeriod{2000};
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    out.reserve(strings.size() + 1);
+    for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+// In the child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void exec_child(const ProcessSpec& spec, char** argv, char** envp, pid_t parent) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a kill -9 of evgate takes pytest down with it
+    if (::getppid() != parent) ::_exit(127);
+    int out = ::open(spec.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || in < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) ::_exit(127);
+    if (::chdir(spec.cwd.c_str()) != 0) ::_exit(127);
+    environ = envp;
+    ::execvp(argv[0], argv);
+    ::_exit(127);
+}
+
+// Waits for `pid` until `deadline`; true when it ended (status filled in).
+bool wait_until(pid_t pid, Clock::time_point deadline, bool bounded, int& status) {
+    auto pause = std::chrono::milliseconds(1);
+    for (;;) {
+        pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) return true;
+        if (done < 0 && errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
+        if (bounded && Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(25));
+    }
+}
+
+}  // namespace
+
+std::string ProcessResult::describe() const {
+    if (timed_out) return "timed out after " + std::to_string(elapsed.count() / 1000) + " s";
+    if (signal != 0) {
+        const char* name = ::sigabbrev_np(signal);
+        return "killed by signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "");
+    }
+    return "exit " + std::to_string(exit_code);
+}
+
+ProcessResult run_process(const ProcessSpec& spec) {
+    if (spec.argv.empty()) throw Error("run_process: no command");
+    auto argv = c_strings(spec.argv);
+    auto envp = c_strings(spec.environment);
+    const auto start = Clock::now();
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) throw Error(std::string("cannot start ") + spec.argv[0] + ": " + std::strerror(errno));
+    if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent);
+    ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+
+    ProcessResult result;
+    int status = 0;
+    const bool bounded = spec.timeout.count() > 0;
+    if (!wait_until(pid, start + spec.timeout, bounded, status)) {
+        result.timed_out = true;
+        ::kill(-pid, SIGTERM);
+        if (!wait_until(pid, Clock::now() + kGracePeriod, true, status)) {
+            ::kill(-pid, SIGKILL);
+            wait_until(pid, Clock::now(), false, status);
+        }
+    }
+    ::kill(-pid, SIGKILL);  // whatever the test suite left running in its group
+    result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+    return result;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+    std::vector<std::string> env;
+    auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    for (const auto& entry : overrides) {
+        auto name = name_of(entry);
+        env.erase(std::remove_if(env.begin(), env.end(), [&](const std::string& e) { return name_of(e) == name; }),
+                  env.end());
+        env.push_back(entry);
+    }
+    return env;
+}
+
+}  // namespace evgate

@@ -1,0 +1,48 @@
+#include "pytest_command.hpp"
+
+#include <cstdlib>
+
+namespace evgate {
+
+ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
+                           const std::filesystem::path& log) {
+    ProcessSpec spec;
+    spec.argv = {suite.python, "-m", "pytest",
+                 "-p", "evidence_gate_pytest",
+                 // our order is the evidence; no cache files in the source tree
+                 "-p", "no:randomly", "-p", "no:random_order", "-p", "no:cacheprovider",
+                 "--rootdir=" + suite.root.string()};
+    spec.argv.insert(spec.argv.end(), plugin_args.begin(), plugin_args.end());
+    spec.argv.insert(spec.argv.end(), suite.pytest_args.begin(), suite.pytest_args.end());
+    spec.argv.insert(spec.argv.end(), suite.tests.begin(), suite.tests.end());
+    spec.cwd = suite.root;
+    spec.output = log;
+    spec.timeout = std::chrono::seconds(suite.timeout_seconds);
+
+    std::string python_path = suite.plugin_dir.string();
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') python_path += ":" + std::string(old);
+    std::vector<std::string> overrides = {
+        "PYTHONPATH=" + python_path,
+        "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / "pycache").string(),
+    };
+    overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
+    spec.environment = environment_with(overrides);
+    return spec;
+}
+
+std::string shell_quote(const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == std::string::npos)
+        return word;
+    std::string out = "'";
+    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment) {
+    std::string line = "cd " + shell_quote(spec.cwd.string()) + " && env";
+    for (const auto& entry : shown_environment) line += " " + shell_quote(entry);
+    for (const auto& word : spec.argv) line += " " + shell_quote(word);
+    return line;
+}
+
+}  // namespace evgate

@@ -1,0 +1,23 @@
+// How every pytest process of a suite is started: interpreter, plugin, forced rootdir,
+// cwd = ROOT, and an environment that keeps caches and bytecode out of the source tree.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+#include "suite_config.hpp"
+
+namespace evgate {
+
+// `plugin_args` are --evidence-gate-* options; `log` receives pytest's output.
+ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
+                           const std::filesystem::path& log);
+
+// The same command as one line a user can paste into a shell (for `reproduce`).
+std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment);
+std::string shell_quote(const std::string& word);
+
+}  // namespace evgate

@@ -1,0 +1,47 @@
+// The workspace receipt: what pytest really collected, from where, with which config and
+// conftest files — taken before any run, and what every run is checked against afterwards.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shuffle.hpp"
+#include "suite_config.hpp"
+
+namespace evgate {
+
+struct EnvSensitive {
+    std::string until;
+    std::string owner;
+    std::string reason;
+};
+
+struct ReceiptTest {
+    std::string id;
+    bool serial = false;
+    std::vector<std::string> writes;
+    std::optional<EnvSensitive> env_sensitive;
+};
+
+struct Receipt {
+    std::string id;  // binds the runs of one ctest invocation to this receipt
+    std::string rootdir;
+    std::optional<std::string> configfile;
+    std::vector<std::string> conftests;
+    std::vector<ReceiptTest> tests;
+    std::vector<std::string> errors;  // collection errors, "nodeid: message"
+    int exitstatus = 0;
+
+    std::vector<CollectedTest> collected() const;
+};
+
+// Collects with the suite's own command line and environment; writes receipt.json.
+Receipt take_receipt(const SuiteConfig& suite);
+Receipt load_receipt(const std::filesystem::path& file);
+
+// Why the receipt cannot be trusted at all (empty when it can); the receipt step fails then.
+std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receipt& receipt);
+
+}  // namespace evgate

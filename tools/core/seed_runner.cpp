@@ -1,0 +1,188 @@
+#include "seed_runner.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "error.hpp"
+#include "json_io.hpp"
+#include "natural_order.hpp"
+#include "pytest_command.hpp"
+#include "run_records.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+// Interpreter deaths one run survives before it gives up on the rest of its order.
+constexpr int kMaxProcesses = 16;
+
+void write_order(const fs::path& file, const std::vector<std::string>& tests) {
+    std::string text;
+    for (const auto& id : tests) text += json_string(id) + "\n";
+    write_file_atomic(file, text);
+}
+
+std::string interrupted_record(const std::string& test, const std::string& reason) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("interrupted");
+    w.Key("test"), w.String(test);
+    w.Key("reason"), w.String(reason);
+    w.EndObject();
+    return std::string(json.text());
+}
+
+std::string finished_record(const RunSummary& summary, const std::string& receipt_id) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("finished");
+    w.Key("complete"), w.Bool(summary.complete);
+    w.Key("receipt"), w.String(receipt_id);
+    w.Key("processes"), w.Int(summary.processes);
+    w.Key("note"), w.String(summary.note);
+    w.EndObject();
+    return std::string(json.text());
+}
+
+// The tests of `plan` after `position` that have no result yet.
+std::vector<std::string> rest_of(const RunPlan& plan, std::size_t position, const RunRecords& records) {
+    std::vector<std::string> rest;
+    for (std::size_t i = position + 1; i < plan.tests.size(); ++i)
+        if (records.results.count(plan.tests[i]) == 0) rest.push_back(plan.tests[i]);
+    return rest;
+}
+
+}  // namespace
+
+fs::path records_file(const SuiteConfig& suite, const std::string& run_id) { return suite.runs_dir() / (run_id + ".jsonl"); }
+fs::path plan_file(const SuiteConfig& suite, const std::string& run_id) { return suite.runs_dir() / (run_id + ".plan.json"); }
+fs::path log_file(const SuiteConfig& suite, const std::string& run_id) { return suite.evidence_dir / "logs" / (run_id + ".log"); }
+
+void write_plan(const fs::path& file, const RunPlan& plan) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("id"), w.String(plan.id);
+    w.Key("order"), w.String(plan.order);
+    w.Key("seed"), w.Uint64(plan.seed);
+    w.Key("tests"), w.StartArray();
+    for (const auto& t : plan.tests) w.String(t);
+    w.EndArray();
+    w.EndObject();
+    write_file_atomic(file, std::string(json.text()) + "\n");
+}
+
+RunPlan read_plan(const fs::path& file) {
+    const auto doc = read_json_file(file);
+    const std::string source = file.string();
+    RunPlan plan;
+    plan.id = string_member(doc, "id", source);
+    plan.order = string_member(doc, "order", source);
+    const auto* seed = member(doc, "seed");
+    if (seed == nullptr || !seed->IsUint64()) throw InputError(source, 0, "'seed' is not an unsigned integer");
+    plan.seed = seed->GetUint64();
+    plan.tests = string_array(doc, "tests", source);
+    return plan;
+}
+
+std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id) {
+    std::vector<LoadedRun> runs;
+    if (!fs::exists(suite.runs_dir())) return runs;
+    for (const auto& entry : fs::directory_iterator(suite.runs_dir())) {
+        const auto name = entry.path().filename().string();
+        const std::string suffix = ".plan.json";
+        if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+        LoadedRun run;
+        try {
+            run.plan = read_plan(entry.path());
+            run.records = read_run_records(records_file(suite, run.plan.id));
+            if (run.records.finished && run.records.receipt != receipt_id)
+                run.problem = "the run belongs to an earlier receipt (" + run.records.receipt + ")";
+        } catch (const Error& e) {
+            run.plan.id = name.substr(0, name.size() - suffix.size());
+            run.problem = std::string("its records cannot be read: ") + e.what();
+        }
+        runs.push_back(std::move(run));
+    }
+    // Seeds and their reruns first, then the runs that check a test alone.
+    std::sort(runs.begin(), runs.end(), [](const LoadedRun& a, const LoadedRun& b) {
+        const bool a_seed = a.plan.id.rfind("seed.", 0) == 0, b_seed = b.plan.id.rfind("seed.", 0) == 0;
+        return a_seed != b_seed ? a_seed : natural_less(a.plan.id, b.plan.id);
+    });
+    return runs;
+}
+
+RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+    const auto records = records_file(suite, plan.id);
+    const auto order = suite.runs_dir() / (plan.id + ".order.jsonl");
+    const auto log = log_file(suite, plan.id);
+    fs::create_directories(suite.runs_dir());
+    fs::create_directories(log.parent_path());
+    fs::remove(records);
+    fs::remove(log);
+    write_plan(plan_file(suite, plan.id), plan);
+
+    RunSummary summary;
+    std::vector<std::string> remaining = plan.tests;
+    RunRecords seen;
+    while (!remaining.empty()) {
+        write_order(order, remaining);
+        std::vector<std::string> args = {"--evidence-gate-records=" + records.string(),
+                                         "--evidence-gate-run=" + plan.id,
+                                         "--evidence-gate-seed=" + std::to_string(plan.seed),
+                                         "--evidence-gate-order=" + order.string()};
+        if (!store.empty()) args.push_back("--evidence-gate-groups=" + store.lease_file().string());
+        const std::size_t started_before = seen.started.size();
+        const std::size_t sessions_before = seen.sessions.size();
+        const int ended_before = seen.processes_ended;
+
+        store.begin_run(plan.id);
+        const auto result = run_process(pytest_process(suite, args, log));
+        ++summary.processes;
+        store.restore();
+        if (auto cut = cut_torn_tail(records); cut > 0)
+            append_record(records, "{\"event\":\"torn\",\"bytes\":" + std::to_string(cut) + "}");
+        seen = read_run_records(records);
+
+        if (seen.processes_ended > ended_before && seen.sessions.size() > sessions_before) break;
+        if (seen.sessions.size() == sessions_before) {  // pytest never reached our session record
+            summary.harness_ok = false;
+            summary.note = "pytest did not start the tests (" + result.describe() + "); see " + log.string();
+            break;
+        }
+        // The interpreter died: the test it was running is interrupted, the rest runs afresh.
+        std::size_t position = plan.tests.size();
+        for (std::size_t i = seen.started.size(); i > started_before; --i) {
+            const auto& test = seen.started[i - 1];
+            if (seen.results.count(test) == 0) {
+                append_record(records, interrupted_record(test, result.describe()));
+                summary.interrupted.push_back(test);
+                position = static_cast<std::size_t>(std::find(plan.tests.begin(), plan.tests.end(), test) - plan.tests.begin());
+                break;
+            }
+        }
+        if (position == plan.tests.size()) {
+            summary.note = "pytest died outside any test (" + result.describe() + "); see " + log.string();
+            break;
+        }
+        remaining = rest_of(plan, position, seen);
+        if (summary.processes >= kMaxProcesses && !remaining.empty()) {
+            summary.note = "gave up after " + std::to_string(kMaxProcesses) + " interpreter deaths; " +
+                           std::to_string(remaining.size()) + " tests did not run";
+            break;
+        }
+    }
+    const std::set<std::string> interrupted(summary.interrupted.begin(), summary.interrupted.end());
+    summary.complete = summary.harness_ok && std::all_of(plan.tests.begin(), plan.tests.end(), [&](const std::string& t) {
+        return seen.results.count(t) != 0 || interrupted.count(t) != 0;
+    });
+    if (!summary.complete && summary.note.empty()) summary.note = "some planned tests have no result; see " + log.string();
+    append_record(records, finished_record(summary, receipt.id));
+    fs::remove(order);
+    return summary;
+}
+
+}  // namespace evgate

@@ -1,0 +1,53 @@
+// Running one order of the suite: pytest under the plugin, leases checked per test, groups
+// restored after every process, and a fresh process for the rest of the order when the
+// interpreter dies, so one crash does not blind the rest.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fixture_store.hpp"
+#include "receipt.hpp"
+#include "run_records.hpp"
+#include "suite_config.hpp"
+#include "triage.hpp"
+
+namespace evgate {
+
+struct RunPlan {
+    std::string id;     // "seed.3", "seed.3.rerun.1", "alone.2"
+    std::string order;  // the order it replays: "seed.3" for the seed and its reruns
+    std::uint64_t seed = 0;
+    std::vector<std::string> tests;  // in the order they are to run
+};
+
+struct RunSummary {
+    bool complete = false;     // every planned test has a result or was interrupted
+    bool harness_ok = true;    // false: pytest never ran the tests (usage or collection failure)
+    int processes = 0;
+    std::vector<std::string> interrupted;
+    std::string note;
+};
+
+std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path plan_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path log_file(const SuiteConfig& suite, const std::string& run_id);
+
+void write_plan(const std::filesystem::path& file, const RunPlan& plan);
+RunPlan read_plan(const std::filesystem::path& file);
+
+struct LoadedRun {
+    RunPlan plan;
+    RunRecords records;
+    std::string problem;  // records that could not be read, or a run planned from another receipt
+    Column column = Column::local;
+};
+
+// Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
+std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
+
+RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan);
+
+}  // namespace evgate

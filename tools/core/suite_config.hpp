@@ -1,0 +1,39 @@
+// The suite as evidence_gate_add_suite() configured it: suite.json in the evidence directory.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace evgate {
+
+struct SuiteConfig {
+    std::string name;
+    std::filesystem::path root;          // pytest's rootdir and cwd
+    std::filesystem::path evidence_dir;  // everything we write goes below it
+    std::filesystem::path plugin_dir;    // holds evidence_gate_pytest.py
+    std::string python;
+    std::vector<std::string> tests;        // pytest arguments, relative to root
+    std::vector<std::string> pytest_args;  // extra pytest arguments
+    std::vector<std::string> environment;  // VAR=value for every run
+    std::optional<std::filesystem::path> fixtures;
+    std::optional<std::filesystem::path> baseline;
+    std::optional<std::filesystem::path> quarantine;
+    std::vector<std::string> runner_bundles;
+    int seeds = 8;
+    int reruns = 2;
+    int timeout_seconds = 600;
+    bool perturb = true;
+    std::filesystem::path source;  // suite.json itself, for messages
+
+    std::filesystem::path runs_dir() const { return evidence_dir / "runs"; }
+    std::filesystem::path receipt_file() const { return evidence_dir / "receipt.json"; }
+    std::filesystem::path manifest_file() const { return evidence_dir / "manifest.json"; }
+    std::filesystem::path ledger_file() const { return evidence_dir / "ledger.jsonl"; }
+    std::filesystem::path fixtures_dir() const { return evidence_dir / "fixtures"; }
+};
+
+SuiteConfig load_suite_config(const std::filesystem::path& file);
+
+}  // namespace evgate
