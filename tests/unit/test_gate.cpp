@@ -1,0 +1,133 @@
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "gate.hpp"
+
+using namespace evgate;
+
+namespace {
+
+LoadedRun finished_run(const std::string& id, std::vector<std::string> order, std::map<std::string, std::string> outcomes,
+                       const std::string& receipt_id = "r1") {
+    LoadedRun r;
+    r.plan.id = r.plan.order = id;
+    r.plan.tests = std::move(order);
+    SessionInfo session;
+    session.rootdir = "/src";
+    r.records.sessions.push_back(session);
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    r.records.finished = true;
+    r.records.receipt = receipt_id;
+    return r;
+}
+
+GateInput input_for(std::vector<std::string> tests) {
+    GateInput input;
+    input.receipt.id = "r1";
+    input.receipt.rootdir = "/src";
+    for (auto& t : tests) input.receipt.tests.push_back({t, false, {}, std::nullopt});
+    input.today = Date{2026, 6, 1};
+    return input;
+}
+
+const LedgerRow& row_of(const std::vector<LedgerRow>& rows, const std::string& test) {
+    for (const auto& row : rows)
+        if (row.test == test) return row;
+    FAIL("no ledger row for " << test);
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("a clean suite passes and every row is written", "[gate]") {
+    auto input = input_for({"t::a", "t::b"});
+    input.runs = {finished_run("seed.0", {"t::a", "t::b"}, {{"t::a", "passed"}, {"t::b", "skipped"}})};
+    input.expected_runs = {"seed.0"};
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "t::a").gate == "pass");
+    CHECK(row_of(rows, "t::b").verdict == "skipped");
+    CHECK(row_of(rows, "collection").suite_scope);
+    std::ostringstream out;
+    CHECK(print_gate(out, "s", rows, 1) == 0);
+    CHECK_THAT(out.str(), Catch::Contains("-> PASSED"));
+}
+
+TEST_CASE("quarantine defers flaky and failing rows until the date, then blocks", "[gate]") {
+    auto input = input_for({"t::f"});
+    input.runs = {finished_run("seed.0", {"t::f"}, {{"t::f", "failed"}}),
+                  finished_run("seed.1", {"t::f"}, {{"t::f", "failed"}})};
+    input.quarantine = {{"t::f", Date{2026, 6, 1}, "ana", "ticket 12", 1}};
+    auto rows = build_ledger(input);
+    CHECK(row_of(rows, "t::f").verdict == "failing");
+    CHECK(row_of(rows, "t::f").gate == "defer");
+    CHECK(row_of(rows, "t::f").until == std::optional<std::string>("2026-06-01"));
+    CHECK(row_of(rows, "t::f").owner == std::optional<std::string>("ana"));
+
+    input.today = Date{2026, 6, 2};
+    rows = build_ledger(input);
+    CHECK(row_of(rows, "t::f").gate == "block");
+    CHECK_THAT(row_of(rows, "t::f").reason, Catch::Contains("expired on 2026-06-01"));
+}
+
+TEST_CASE("quarantine never defers a polluter or an order dependence", "[gate]") {
+    auto input = input_for({"t::v"});
+    input.runs = {finished_run("seed.0", {"t::v"}, {{"t::v", "failed"}}),
+                  finished_run("seed.1", {"t::v"}, {{"t::v", "passed"}})};
+    input.quarantine = {{"t::v", Date{2099, 1, 1}, "ana", "", 1}};
+    CHECK(row_of(build_ledger(input), "t::v").gate == "block");
+}
+
+TEST_CASE("suite rows block on runs that did not finish, are missing or come from another receipt", "[gate]") {
+    auto input = input_for({"t::a"});
+    auto unfinished = finished_run("seed.1", {"t::a"}, {{"t::a", "passed"}});
+    unfinished.records.finished = false;
+    unfinished.records.finish_note = "gave up";
+    LoadedRun stale;
+    stale.plan.id = "seed.2";
+    stale.problem = "the run belongs to an earlier receipt (r0)";
+    input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}}), unfinished, stale};
+    input.expected_runs = {"seed.0", "seed.1", "seed.2", "seed.3"};
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "run:seed.0").gate == "pass");
+    CHECK(row_of(rows, "run:seed.1").verdict == "interrupted");
+    CHECK_THAT(row_of(rows, "run:seed.2").reason, Catch::Contains("earlier receipt"));
+    CHECK(row_of(rows, "run:seed.3").verdict == "missing");
+    std::ostringstream out;
+    CHECK(print_gate(out, "s", rows, 3) == 3);
+    CHECK_THAT(out.str(), Catch::Contains("BLOCK run:seed.3: missing"));
+}
+
+TEST_CASE("a run that saw another rootdir or unknown tests blocks", "[gate]") {
+    auto input = input_for({"t::a"});
+    auto moved = finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}});
+    moved.records.sessions[0].rootdir = "/src/sub";
+    auto extra = finished_run("seed.1", {"t::a"}, {{"t::a", "passed"}});
+    extra.records.sessions[0].unlisted = {"t::new"};
+    input.runs = {moved, extra};
+    const auto rows = build_ledger(input);
+    CHECK_THAT(row_of(rows, "run:seed.0").reason, Catch::Contains("rootdir '/src/sub'"));
+    CHECK_THAT(row_of(rows, "run:seed.1").reason, Catch::Contains("t::new"));
+}
+
+TEST_CASE("collection errors, an empty collection and a shrunken baseline block", "[gate]") {
+    auto input = input_for({});
+    CHECK(row_of(build_ledger(input), "collection").gate == "block");
+    input = input_for({"t::a"});
+    input.receipt.errors = {"tests/test_b.py: ImportError"};
+    CHECK_THAT(row_of(build_ledger(input), "collection").reason, Catch::Contains("ImportError"));
+    input = input_for({"t::a"});
+    input.baseline = Baseline{2, {"t::a", "t::b"}, true};
+    const auto& row = row_of(build_ledger(input), "baseline");
+    CHECK(row.gate == "block");
+    CHECK_THAT(row.reason, Catch::Contains("t::b"));
+}
+
+TEST_CASE("the ledger is byte-identical for the same inputs and keeps every attempt", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}}),
+                  finished_run("seed.1", {"t::a"}, {{"t::a", "failed"}})};
+    const auto text = ledger_jsonl(build_ledger(input));
+    CHECK(text == ledger_jsonl(build_ledger(input)));
+    CHECK_THAT(text, Catch::Contains(R"("outcomes":{"seed.0":"passed","seed.1":"failed"})"));
+    CHECK_THAT(text, Catch::Contains(R"("scope":"suite")"));
+}

@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+
+#include "rerun_planner.hpp"
+
+using evgate::LoadedRun;
+using evgate::plan_reruns;
+using evgate::RerunLimits;
+
+namespace {
+
+LoadedRun run(int seed, std::vector<std::string> order, std::map<std::string, std::string> outcomes) {
+    LoadedRun r;
+    r.plan.id = r.plan.order = "seed." + std::to_string(seed);
+    r.plan.seed = static_cast<std::uint64_t>(seed);
+    r.plan.tests = std::move(order);
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("nothing suspicious: no reruns", "[rerun]") {
+    const std::vector<LoadedRun> runs = {run(0, {"a", "b"}, {{"a", "passed"}, {"b", "passed"}}),
+                                         run(1, {"b", "a"}, {{"a", "passed"}, {"b", "passed"}})};
+    CHECK(plan_reruns(runs, RerunLimits{}).empty());
+}
+
+TEST_CASE("a test whose outcome differs between orders reruns a prefix of those orders", "[rerun]") {
+    const std::vector<LoadedRun> runs = {run(0, {"a", "b", "c"}, {{"a", "passed"}, {"b", "failed"}, {"c", "passed"}}),
+                                         run(1, {"c", "b", "a"}, {{"a", "passed"}, {"b", "passed"}, {"c", "passed"}})};
+    RerunLimits limits;
+    limits.reruns = 2;
+    const auto plans = plan_reruns(runs, limits);
+    REQUIRE(plans.size() == 4);
+    CHECK(plans[0].id == "seed.0.rerun.1");
+    CHECK(plans[0].order == "seed.0");
+    CHECK(plans[0].seed == 0);
+    CHECK(plans[0].tests == std::vector<std::string>{"a", "b"});  // up to the suspicious test
+    CHECK(plans[1].id == "seed.0.rerun.2");
+    CHECK(plans[2].id == "seed.1.rerun.1");
+    CHECK(plans[2].tests == std::vector<std::string>{"c", "b"});
+}
+
+TEST_CASE("orders rerun per outcome are bounded", "[rerun]") {
+    std::vector<LoadedRun> runs;
+    for (int k = 0; k < 6; ++k) runs.push_back(run(k, {"a", "v"}, {{"a", "passed"}, {"v", k % 2 ? "passed" : "failed"}}));
+    RerunLimits limits;
+    limits.reruns = 1;
+    limits.orders_per_outcome = 2;
+    CHECK(plan_reruns(runs, limits).size() == 4);  // two failing orders and two passing ones
+}
+
+TEST_CASE("a test failing in every order is run alone, within the budget", "[rerun]") {
+    const std::vector<LoadedRun> runs = {run(0, {"a", "b", "c"}, {{"a", "failed"}, {"b", "error"}, {"c", "passed"}}),
+                                         run(1, {"b", "c", "a"}, {{"a", "failed"}, {"b", "failed"}, {"c", "passed"}})};
+    RerunLimits limits;
+    limits.alone = 1;
+    const auto plans = plan_reruns(runs, limits);
+    REQUIRE(plans.size() == 1);
+    CHECK(plans[0].order == "alone");
+    CHECK(plans[0].tests == std::vector<std::string>{"a"});  // collection order decides who goes first
+}

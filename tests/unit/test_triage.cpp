@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include "triage.hpp"
+
+using evgate::Attempt;
+using evgate::classify;
+using evgate::Column;
+using evgate::Verdict;
+
+namespace {
+
+Attempt attempt(std::string run, std::string order, std::string outcome, std::vector<std::string> dirty = {}) {
+    Attempt a;
+    a.run = std::move(run);
+    a.order = std::move(order);
+    a.outcome = std::move(outcome);
+    a.dirty = std::move(dirty);
+    return a;
+}
+
+Attempt seed(int k, std::string outcome) { return attempt("seed." + std::to_string(k), "seed." + std::to_string(k), std::move(outcome)); }
+
+Attempt remote(std::string run, std::string outcome, Column column = Column::runner) {
+    auto a = attempt(run, run, std::move(outcome));
+    a.column = column;
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("passing everywhere is stable, skipping everywhere is skipped", "[triage]") {
+    CHECK(classify({seed(0, "passed"), seed(1, "passed"), seed(2, "xfailed")}).verdict == Verdict::stable);
+    CHECK(classify({seed(0, "skipped"), seed(1, "skipped")}).verdict == Verdict::skipped);
+}
+
+TEST_CASE("a test that changed an undeclared group is a polluter, even when it passes", "[triage]") {
+    const auto c = classify({seed(0, "passed"), attempt("seed.1", "seed.1", "passed", {"db"})});
+    CHECK(c.verdict == Verdict::polluter);
+    CHECK(c.dirty == std::vector<std::string>{"db"});
+    CHECK_THAT(c.reason, Catch::Contains("'db'") && Catch::Contains("seed.1"));
+}
+
+TEST_CASE("outcome fixed per order but different between orders: order-dependent", "[triage]") {
+    const auto c = classify({seed(0, "passed"), seed(1, "failed"), attempt("seed.1.rerun.1", "seed.1", "failed"),
+                             seed(2, "passed"), attempt("seed.2.rerun.1", "seed.2", "passed")});
+    CHECK(c.verdict == Verdict::order_dependent);
+    CHECK_THAT(c.reason, Catch::Contains("fails in seed.1"));
+}
+
+TEST_CASE("outcomes that differ within one order: flaky, which outranks order-dependent", "[triage]") {
+    const auto c = classify({seed(0, "passed"), seed(1, "failed"), attempt("seed.1.rerun.1", "seed.1", "passed")});
+    CHECK(c.verdict == Verdict::flaky);
+    CHECK_THAT(c.reason, Catch::Contains("seed.1"));
+}
+
+TEST_CASE("failing everywhere but passing alone is order-dependent, failing alone too is failing", "[triage]") {
+    CHECK(classify({seed(0, "failed"), seed(1, "failed"), attempt("alone.1", "alone", "passed")}).verdict ==
+          Verdict::order_dependent);
+    const auto failing = classify({seed(0, "failed"), seed(1, "error"), attempt("alone.1", "alone", "failed")});
+    CHECK(failing.verdict == Verdict::failing);
+    CHECK_THAT(failing.reason, Catch::Contains("alone too"));
+    CHECK_THAT(classify({seed(0, "failed")}).reason, Catch::Contains("not tried alone"));
+}
+
+TEST_CASE("a run that died in the test makes it interrupted; no result makes it missing", "[triage]") {
+    const auto c = classify({seed(0, "passed"), seed(1, "interrupted")});
+    CHECK(c.verdict == Verdict::interrupted);
+    CHECK(classify({seed(0, "passed"), seed(1, "missing")}).verdict == Verdict::missing);
+    CHECK(classify({}).verdict == Verdict::missing);
+}
+
+TEST_CASE("priority: the first verdict wins and the others are kept", "[triage]") {
+    const auto c = classify({attempt("seed.0", "seed.0", "passed", {"db"}), seed(1, "interrupted"), seed(2, "failed")});
+    CHECK(c.verdict == Verdict::polluter);
+    REQUIRE(c.also.size() >= 2);
+    CHECK(c.also[0] == Verdict::interrupted);
+    CHECK(c.also[1] == Verdict::order_dependent);
+}
+
+TEST_CASE("runner columns: local pass and remote fail is a gap, the inverse blocks", "[triage]") {
+    CHECK(classify({seed(0, "passed"), seed(1, "passed"), remote("ci-host", "failed")}).verdict ==
+          Verdict::portability_gap);
+    CHECK(classify({seed(0, "passed"), remote("perturbed", "failed", Column::perturbed)}).verdict ==
+          Verdict::portability_gap);
+    CHECK(classify({seed(0, "failed"), seed(1, "failed"), remote("ci-host", "passed")}).verdict ==
+          Verdict::runner_only_pass);
+}
