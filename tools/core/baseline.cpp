@@ -64,7 +64,7 @@ private:
             std::string_view id(item.GetString(), item.GetStringLength());
             if (id.empty()) fail("\"tests\"", "'tests' holds an empty id");
             if (!seen.insert(id).second) {
-                fail(json_string(id), "duplicate id in 'tests': " + evgate::quoted(std::string(id)), 2);
+                fail(json_string(id), "duplicate id in 'tests': " + quote(std::string(id)), 2);
             }
             ids.emplace_back(id);
         }

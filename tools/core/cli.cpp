@@ -208,7 +208,7 @@ int cmd_gate(const Args& args) {
     if (vm->count("today")) {
         const auto text = (*vm)["today"].as<std::string>();
         auto date = parse_date(text);
-        if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quoted(text));
+        if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quote(text));
         input.today = *date;
     }
     const auto rows = build_ledger(input);
@@ -302,7 +302,7 @@ int run_cli(int argc, char** argv) {
             return 3;
         }
     }
-    std::cerr << "evgate: error: unknown command " << quoted(words[0]) << "\n";
+    std::cerr << "evgate: error: unknown command " << quote(words[0]) << "\n";
     usage(std::cerr);
     return 2;
 }

@@ -28,7 +28,7 @@ private:
     int line_;
 };
 
-// Quote a user value for an error message: 'value'.
-inline std::string quoted(const std::string& value) { return "'" + value + "'"; }
+// Quote a user value for an error message (not named quoted: ADL would find std::quoted): 'value'.
+inline std::string quote(const std::string& value) { return "'" + value + "'"; }
 
 }  // namespace evgate

@@ -28,18 +28,18 @@ bool is_valid_name(std::string_view name) {
 FixtureGroup parse_line(std::string_view line, int number, const std::string& source) {
     auto colon = line.find(':');
     if (colon == std::string_view::npos) {
-        throw InputError(source, number, "expected 'name: glob': " + evgate::quoted(std::string(line)));
+        throw InputError(source, number, "expected 'name: glob': " + quote(std::string(line)));
     }
     std::string name(trim(line.substr(0, colon)));
     std::string pattern(trim(line.substr(colon + 1)));
     if (name.empty()) {
-        throw InputError(source, number, "empty group name: " + evgate::quoted(std::string(line)));
+        throw InputError(source, number, "empty group name: " + quote(std::string(line)));
     }
     if (!is_valid_name(name)) {
         throw InputError(source, number,
-                         "group name may hold only A-Z a-z 0-9 _ . -: " + evgate::quoted(name));
+                         "group name may hold only A-Z a-z 0-9 _ . -: " + quote(name));
     }
-    if (pattern.empty()) throw InputError(source, number, "empty glob for group " + evgate::quoted(name));
+    if (pattern.empty()) throw InputError(source, number, "empty glob for group " + quote(name));
     try {
         compile_glob(pattern);
     } catch (const Error& error) {
@@ -61,7 +61,7 @@ std::vector<FixtureGroup> parse_fixture_manifest(std::istream& in, const std::st
                                   [&](const FixtureGroup& g) { return g.name == group.name; });
         if (first != groups.end()) {
             throw InputError(source, number,
-                             "group " + evgate::quoted(group.name) + " is already defined on line " +
+                             "group " + quote(group.name) + " is already defined on line " +
                                  std::to_string(first->line));
         }
         groups.push_back(std::move(group));

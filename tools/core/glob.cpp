@@ -34,7 +34,7 @@ bool leaves_root(std::string_view pattern, const std::vector<std::string_view>& 
 std::string printable(std::string_view pattern) {
     std::string text;
     for (char c : pattern) text += c == '\0' ? std::string("\\0") : std::string(1, c);
-    return evgate::quoted(text);
+    return quote(text);
 }
 
 bool has_wildcard(std::string_view segment) { return segment.find_first_of("*?[") != std::string_view::npos; }

@@ -45,7 +45,7 @@ Date until_field(const rapidjson::Value& entry, const JsonlReader& reader) {
     auto until = required_field(entry, "until", reader);
     auto date = parse_date(until);
     if (!date) {
-        throw InputError(reader.source(), reader.line(), "'until' is not a date: " + evgate::quoted(until));
+        throw InputError(reader.source(), reader.line(), "'until' is not a date: " + quote(until));
     }
     return *date;
 }
@@ -70,7 +70,7 @@ std::vector<QuarantineEntry> parse_quarantine(std::istream& in, const std::strin
         auto entry = parse_entry(doc, reader);
         if (const auto* first = find_entry(entries, entry.test)) {
             throw InputError(source, entry.line,
-                             "duplicate entry for " + evgate::quoted(entry.test) + " (first on line " +
+                             "duplicate entry for " + quote(entry.test) + " (first on line " +
                                  std::to_string(first->line) + ")");
         }
         entries.push_back(std::move(entry));

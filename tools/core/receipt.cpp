@@ -99,9 +99,9 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     std::vector<std::string> problems;
     std::error_code ec;
     if (!fs::equivalent(receipt.rootdir, suite.root, ec))
-        problems.push_back("pytest chose rootdir " + quoted(receipt.rootdir) + ", not ROOT " + quoted(suite.root.string()));
+        problems.push_back("pytest chose rootdir " + quote(receipt.rootdir) + ", not ROOT " + quote(suite.root.string()));
     if (receipt.tests.empty() && receipt.errors.empty())
-        problems.push_back("pytest collected no tests from " + quoted(suite.root.string()));
+        problems.push_back("pytest collected no tests from " + quote(suite.root.string()));
     return problems;
 }
 

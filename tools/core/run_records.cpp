@@ -64,7 +64,7 @@ RunRecords read_run_records(const std::filesystem::path& file) {
             run.finish_note = optional_string(record, "note", where).value_or("");
             run.receipt = optional_string(record, "receipt", where).value_or("");
         } else {
-            throw InputError(source, reader.line(), "unknown record event " + quoted(event));
+            throw InputError(source, reader.line(), "unknown record event " + quote(event));
         }
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn record (no newline at the end)");
