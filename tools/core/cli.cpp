@@ -74,16 +74,21 @@ std::optional<Baseline> load_baseline(const SuiteConfig& suite) {
     return parse_baseline(read_file(*suite.baseline), suite.baseline->string());
 }
 
+// Every user input file parses; throws the first error, naming file, line and value.
+std::size_t validate_inputs(const SuiteConfig& suite) {
+    const FixtureStore store(suite);
+    load_quarantine(suite);
+    load_baseline(suite);
+    return store.groups().size();
+}
+
 int cmd_check(const Args& args) {
     auto options = suite_options("check: validate the suite's input files");
     auto vm = parse("check", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
-    const FixtureStore store(suite);
-    for (const auto& group : store.groups()) compile_glob(group.pattern);
-    load_quarantine(suite);
-    load_baseline(suite);
-    std::cout << "evgate: " << suite.name << ": inputs are valid (" << store.groups().size() << " fixture groups)\n";
+    const auto groups = validate_inputs(suite);
+    std::cout << "evgate: " << suite.name << ": inputs are valid (" << groups << " fixture groups)\n";
     return 0;
 }
 
@@ -114,6 +119,7 @@ int cmd_receipt(const Args& args) {
     auto vm = parse("receipt", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
+    validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
     const auto receipt = take_receipt(suite);
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
