@@ -15,7 +15,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [SEEDS n]
                             [RERUNS n]
                             [FIXTURES file]
-                            [BASELINE file]
+                            [BASELINE file [BASELINE_TOLERANCE n]]
                             [QUARANTINE file]
                             [RUNNER_BUNDLES path...]
                             [PERTURB ON|OFF]
@@ -54,6 +54,12 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   ``BASELINE file``
     The committed collection baseline ``{"collected": N, "tests": [...]}``, relative to
     ROOT. Default: none.
+
+  ``BASELINE_TOLERANCE n``
+    How many tests the collection may drop below the baseline before it blocks. Default: 0.
+    ``EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '<name>\.baseline-update'`` writes or
+    refreshes the baseline from the current collection (the test is not in the ``evidence``
+    label, and without the variable it only says how to use it).
 
   ``QUARANTINE file``
     Dated exceptions, one JSON object a line, relative to ROOT. Default: none.
@@ -190,7 +196,7 @@ endfunction()
 
 function(evidence_gate_add_suite name)
   set(options "")
-  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE QUARANTINE PERTURB PYTHON TIMEOUT)
+  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PYTHON TIMEOUT)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
@@ -230,6 +236,10 @@ function(evidence_gate_add_suite name)
     set(arg_RERUNS 2)
   endif()
   _evidence_gate_check_integer(RERUNS "${arg_RERUNS}")
+  if(NOT DEFINED arg_BASELINE_TOLERANCE)
+    set(arg_BASELINE_TOLERANCE 0)
+  endif()
+  _evidence_gate_check_integer(BASELINE_TOLERANCE "${arg_BASELINE_TOLERANCE}")
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 600)
   endif()
@@ -285,7 +295,8 @@ function(evidence_gate_add_suite name)
   _evidence_gate_json_list(json_environment ${arg_ENVIRONMENT})
   _evidence_gate_json_list(json_bundles ${bundles})
   set(suite_file "${evidence_dir}/suite.json")
-  file(WRITE "${suite_file}.in" "{\n"
+  set(draft "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/evidence_gate_${name}.json")
+  file(WRITE "${draft}" "{\n"
     "  \"schema\": 1,\n"
     "  \"name\": ${json_name},\n"
     "  \"root\": ${json_root},\n"
@@ -302,9 +313,10 @@ function(evidence_gate_add_suite name)
     "  \"perturb\": ${perturb},\n"
     "  \"pytest_args\": ${json_pytest_args},\n"
     "  \"environment\": ${json_environment},\n"
+    "  \"baseline_tolerance\": ${arg_BASELINE_TOLERANCE},\n"
     "  \"timeout\": ${arg_TIMEOUT}\n"
     "}\n")
-  configure_file("${suite_file}.in" "${suite_file}" COPYONLY)
+  configure_file("${draft}" "${suite_file}" COPYONLY)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fixtures} ${quarantine})
   _evidence_gate_check_inputs("${suite_file}")
 
@@ -348,4 +360,9 @@ function(evidence_gate_add_suite name)
     list(APPEND steps ${name}.fixtures)
   endif()
   set_tests_properties(${steps} PROPERTIES LABELS "${labels}")
+
+  # Writes into the source tree, so it runs only when asked: never part of `ctest -L evidence`.
+  add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline ${suite_arg} --when-requested)
+  set_tests_properties(${name}.baseline-update PROPERTIES
+    LABELS "evidence-baseline;${name}" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
 endfunction()

@@ -13,7 +13,7 @@ LoadedRun finished_run(const std::string& id, std::vector<std::string> order, st
     r.plan.id = r.plan.order = id;
     r.plan.tests = std::move(order);
     SessionInfo session;
-    session.rootdir = "/src";
+    session.rootdir = "/";
     r.records.sessions.push_back(session);
     for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
     r.records.finished = true;
@@ -24,7 +24,8 @@ LoadedRun finished_run(const std::string& id, std::vector<std::string> order, st
 GateInput input_for(std::vector<std::string> tests) {
     GateInput input;
     input.receipt.id = "r1";
-    input.receipt.rootdir = "/src";
+    input.receipt.rootdir = "/";
+    input.root = "/";
     for (auto& t : tests) input.receipt.tests.push_back({t, false, {}, std::nullopt});
     input.today = Date{2026, 6, 1};
     return input;
@@ -100,12 +101,12 @@ TEST_CASE("suite rows block on runs that did not finish, are missing or come fro
 TEST_CASE("a run that saw another rootdir or unknown tests blocks", "[gate]") {
     auto input = input_for({"t::a"});
     auto moved = finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}});
-    moved.records.sessions[0].rootdir = "/src/sub";
+    moved.records.sessions[0].rootdir = "/sub";
     auto extra = finished_run("seed.1", {"t::a"}, {{"t::a", "passed"}});
     extra.records.sessions[0].unlisted = {"t::new"};
     input.runs = {moved, extra};
     const auto rows = build_ledger(input);
-    CHECK_THAT(row_of(rows, "run:seed.0").reason, Catch::Contains("rootdir '/src/sub'"));
+    CHECK_THAT(row_of(rows, "run:seed.0").reason, Catch::Contains("rootdir '/sub'"));
     CHECK_THAT(row_of(rows, "run:seed.1").reason, Catch::Contains("t::new"));
 }
 
@@ -117,9 +118,32 @@ TEST_CASE("collection errors, an empty collection and a shrunken baseline block"
     CHECK_THAT(row_of(build_ledger(input), "collection").reason, Catch::Contains("ImportError"));
     input = input_for({"t::a"});
     input.baseline = Baseline{2, {"t::a", "t::b"}, true};
-    const auto& row = row_of(build_ledger(input), "baseline");
-    CHECK(row.gate == "block");
-    CHECK_THAT(row.reason, Catch::Contains("t::b"));
+    input.baseline_file = "baseline.json";
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "baseline").gate == "block");
+    CHECK_THAT(row_of(rows, "baseline").reason, Catch::Contains("t::b") && Catch::Contains("expects 2"));
+    input.baseline_tolerance = 1;
+    CHECK(row_of(build_ledger(input), "baseline").gate == "pass");
+}
+
+TEST_CASE("a configured baseline that was never written blocks, saying how to write it", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.baseline_file = "evidence/b.json";
+    CHECK_THAT(row_of(build_ledger(input), "baseline").reason, Catch::Contains("evgate baseline"));
+}
+
+TEST_CASE("the receipt row blocks on another rootdir or config; stray configs warn", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.root = "/";
+    input.receipt.rootdir = "/";
+    input.receipt.configfile = "/tests/pytest.ini";
+    input.receipt.expected_configfile = std::nullopt;
+    input.receipt.stray_configs = {"src/pytest.ini"};
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "receipt").gate == "block");
+    CHECK_THAT(row_of(rows, "receipt").reason, Catch::Contains("/tests/pytest.ini"));
+    CHECK(row_of(rows, "stray-config:src/pytest.ini").warning);
+    CHECK(row_of(rows, "stray-config:src/pytest.ini").gate == "pass");
 }
 
 TEST_CASE("the ledger is byte-identical for the same inputs and keeps every attempt", "[gate]") {

@@ -1,5 +1,6 @@
 #include "cli.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,8 +18,10 @@
 #include "fixture_store.hpp"
 #include "gate.hpp"
 #include "json_io.hpp"
+#include "manifest_diff.hpp"
 #include "quarantine.hpp"
 #include "receipt.hpp"
+#include "report.hpp"
 #include "rerun_planner.hpp"
 #include "seed_runner.hpp"
 #include "shuffle.hpp"
@@ -67,11 +70,31 @@ std::vector<QuarantineEntry> load_quarantine(const SuiteConfig& suite) {
     return parse_quarantine(in, suite.quarantine->string());
 }
 
+// A baseline that is configured but not written yet is not an input error: the gate blocks
+// on it with the command that writes it.
 std::optional<Baseline> load_baseline(const SuiteConfig& suite) {
-    if (!suite.baseline) return std::nullopt;
-    if (!fs::exists(*suite.baseline))
-        throw InputError(suite.baseline->string(), 0, "the baseline does not exist; write it with `evgate baseline`");
+    if (!suite.baseline || !fs::exists(*suite.baseline)) return std::nullopt;
     return parse_baseline(read_file(*suite.baseline), suite.baseline->string());
+}
+
+GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
+    GateInput input;
+    input.receipt = std::move(receipt);
+    input.root = suite.root.string();
+    input.quarantine = load_quarantine(suite);
+    input.baseline = load_baseline(suite);
+    input.baseline_file = suite.baseline ? suite.baseline->string() : "";
+    input.baseline_tolerance = suite.baseline_tolerance;
+    input.today = today_utc();
+    return input;
+}
+
+// Writes the ledger and prints the gate; returns the number of blocking rows.
+int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
+    const int blocked = print_gate(std::cout, suite.name, rows, runs);
+    std::cout << "ledger: " << suite.ledger_file().string() << '\n';
+    return blocked;
 }
 
 // Every user input file parses; throws the first error, naming file, line and value.
@@ -126,8 +149,11 @@ int cmd_receipt(const Args& args) {
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
     const auto problems = receipt_problems(suite, receipt);
     if (problems.empty()) return 0;
+    // No run can be trusted: the ledger says why now, since the gate will not run.
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
     std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
     for (const auto& p : problems) std::cerr << "  " << p << '\n';
     std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
@@ -203,14 +229,9 @@ int cmd_gate(const Args& args) {
     auto vm = parse("gate", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
-    GateInput input;
-    input.receipt = load_receipt(suite.receipt_file());
-    input.root = suite.root.string();
+    GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
     input.runs = load_runs(suite, input.receipt.id);
     for (int k = 0; k <= suite.seeds; ++k) input.expected_runs.push_back("seed." + std::to_string(k));
-    input.quarantine = load_quarantine(suite);
-    input.baseline = load_baseline(suite);
-    input.today = today_utc();
     if (vm->count("today")) {
         const auto text = (*vm)["today"].as<std::string>();
         auto date = parse_date(text);
@@ -218,18 +239,25 @@ int cmd_gate(const Args& args) {
         input.today = *date;
     }
     const auto rows = build_ledger(input);
-    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
-    const int blocked = print_gate(std::cout, suite.name, rows, input.runs.size());
-    std::cout << "ledger: " << suite.ledger_file().string() << '\n';
+    const int blocked = write_and_print(suite, rows, input.runs.size());
+    const ReportInput report{suite.name, &rows, report_columns(input.runs), &input.receipt, {}};
+    std::cout << "report: " << write_reports(suite.evidence_dir, report).string() << '\n';
     return blocked > 0 ? 1 : 0;
 }
 
 int cmd_baseline(const Args& args) {
     auto options = suite_options("baseline: write the collection baseline from a fresh collection");
-    options.add_options()("output", po::value<std::string>(), "where to write it (default: the suite's BASELINE)");
+    options.add_options()("output", po::value<std::string>(), "where to write it (default: the suite's BASELINE)")(
+        "when-requested", "write only when EVIDENCE_GATE_UPDATE_BASELINE=1 is set (else exit 77: skipped)");
     auto vm = parse("baseline", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
+    const char* requested = std::getenv("EVIDENCE_GATE_UPDATE_BASELINE");
+    if (vm->count("when-requested") && (requested == nullptr || std::string(requested) != "1")) {
+        std::cout << "evgate: " << suite.name << ": not writing the baseline; run EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '"
+                  << suite.name << "\\.baseline-update' to write it\n";
+        return 77;
+    }
     fs::path output = vm->count("output") ? fs::path((*vm)["output"].as<std::string>())
                                           : suite.baseline.value_or(suite.evidence_dir / "baseline.json");
     const auto receipt = take_receipt(suite);
@@ -267,6 +295,36 @@ int cmd_order(const Args& args) {
     return 0;
 }
 
+// Two files as positionals: evgate diff <local.json> <runner.json>. Exit 1 when they differ.
+int cmd_diff(const Args& args) {
+    po::options_description options("diff: compare two environment manifests, most suspicious difference first");
+    options.add_options()("help,h", "show this help");
+    po::options_description files;
+    files.add_options()("local", po::value<std::string>())("runner", po::value<std::string>());
+    po::options_description all;
+    all.add(options).add(files);
+    po::positional_options_description positional;
+    positional.add("local", 1).add("runner", 1);
+    po::variables_map vm;
+    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(), vm);
+    if (vm.count("help")) {
+        std::cout << "usage: evgate diff <local.json> <runner.json>\n" << options;
+        return 0;
+    }
+    if (!vm.count("runner")) throw Error("diff needs two manifests: evgate diff <local.json> <runner.json>");
+    const auto local = vm["local"].as<std::string>(), runner = vm["runner"].as<std::string>();
+    const auto drift = diff_manifests(read_manifest(local), read_manifest(runner));
+    if (drift.empty()) {
+        std::cout << "evgate: the manifests agree\n";
+        return 0;
+    }
+    std::cout << "evgate: " << drift.size() << " key(s) differ between " << local << " (local) and " << runner
+              << " (runner), most suspicious first:\n"
+              << format_drift(drift, "runner", drift.size());
+    return 1;
+}
+
 const Command kCommands[] = {
     {"check", "validate the suite's fixture manifest, quarantine and baseline", cmd_check},
     {"fixtures", "snapshot the fixture groups (after completing a pending restore)", cmd_fixtures},
@@ -278,6 +336,7 @@ const Command kCommands[] = {
     {"baseline", "write the collection baseline", cmd_baseline},
     {"restore", "restore the fixture groups to pristine", cmd_restore},
     {"order", "print a seed's test order", cmd_order},
+    {"diff", "compare two environment manifests, most suspicious first", cmd_diff},
 };
 
 void usage(std::ostream& out) {

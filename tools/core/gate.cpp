@@ -82,8 +82,63 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
     return rows;
 }
 
-std::vector<LedgerRow> collection_rows(const GateInput& input) {
+LedgerRow warning_row(std::string check, std::string reason) {
+    auto row = suite_row(std::move(check), "stable", "warning: " + std::move(reason));
+    row.warning = true;
+    return row;
+}
+
+// Did pytest run the suite the project means: rooted at ROOT, with the project's config?
+std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
+    const auto& receipt = input.receipt;
+    std::error_code ec;
+    if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec)) {
+        rows.push_back(suite_row("receipt", "missing", "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'"));
+    } else if (!same_config(receipt.configfile, receipt.expected_configfile)) {
+        rows.push_back(suite_row("receipt", "missing",
+                                 "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
+                                     "', but the project's is '" + receipt.expected_configfile.value_or("(none)") +
+                                     "': a stray config file re-rooted collection"));
+    } else {
+        rows.push_back(suite_row("receipt", "stable", "rootdir '" + receipt.rootdir + "', configfile '" +
+                                                          receipt.configfile.value_or("(none)") + "', " +
+                                                          std::to_string(receipt.conftests.size()) + " conftest file(s)"));
+    }
+    for (const auto& stray : receipt.stray_configs) {
+        if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
+        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
+    }
+    if (!receipt.thinning.empty())
+        rows.push_back(warning_row("thinning", "addopts thin the run: " + list_some(receipt.thinning) + " (a baseline catches what they drop)"));
+    return rows;
+}
+
+// The collection against the committed baseline: fewer tests than it expects blocks.
+LedgerRow baseline_row(const GateInput& input) {
+    if (!input.baseline)
+        return suite_row("baseline", "missing", "the baseline '" + input.baseline_file +
+                                                    "' does not exist; write it with `evgate baseline --suite <suite.json>`");
+    const auto& baseline = *input.baseline;
+    const auto collected = static_cast<std::int64_t>(input.receipt.tests.size());
+    std::unordered_set<std::string> now;
+    for (const auto& t : input.receipt.tests) now.insert(t.id);
+    std::vector<std::string> gone;
+    for (const auto& id : baseline.tests)
+        if (!now.count(id)) gone.push_back(id);
+    const std::string counts = "collected " + std::to_string(collected) + " tests, the baseline expects " +
+                               std::to_string(baseline.collected);
+    const bool shrank = collected + input.baseline_tolerance < baseline.collected ||
+                        static_cast<std::int64_t>(gone.size()) > input.baseline_tolerance;
+    if (shrank) return suite_row("baseline", "missing", counts + (gone.empty() ? "" : "; missing: " + list_some(gone)));
+    std::string reason = counts;
+    if (collected > baseline.collected) reason += " (" + std::to_string(collected - baseline.collected) + " new)";
+    if (!gone.empty()) reason += "; within the tolerated drop: " + list_some(gone);
+    return suite_row("baseline", "stable", reason);
+}
+
+std::vector<LedgerRow> collection_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows = workspace_rows(input);
     const auto& receipt = input.receipt;
     if (!receipt.errors.empty()) {
         rows.push_back(suite_row("collection", "missing",
@@ -93,23 +148,7 @@ std::vector<LedgerRow> collection_rows(const GateInput& input) {
     } else {
         rows.push_back(suite_row("collection", "stable", std::to_string(receipt.tests.size()) + " tests collected"));
     }
-    if (input.baseline) {
-        const auto& baseline = *input.baseline;
-        const auto collected = static_cast<std::int64_t>(receipt.tests.size());
-        std::set<std::string> now;
-        for (const auto& t : receipt.tests) now.insert(t.id);
-        std::vector<std::string> gone;
-        for (const auto& id : baseline.tests)
-            if (!now.count(id)) gone.push_back(id);
-        if (collected < baseline.collected || !gone.empty()) {
-            rows.push_back(suite_row("baseline", "missing",
-                                     "collected " + std::to_string(collected) + " tests, the baseline expects " +
-                                         std::to_string(baseline.collected) + (gone.empty() ? "" : "; missing: " + list_some(gone))));
-        } else {
-            rows.push_back(suite_row("baseline", "stable", "collected " + std::to_string(collected) + " of " +
-                                                               std::to_string(baseline.collected) + " expected"));
-        }
-    }
+    if (!input.baseline_file.empty()) rows.push_back(baseline_row(input));
     return rows;
 }
 
@@ -196,6 +235,8 @@ void write_strings(rapidjson::Writer<rapidjson::StringBuffer>& w, const char* ke
 
 }  // namespace
 
+std::vector<LedgerRow> receipt_rows(const GateInput& input) { return collection_rows(input); }
+
 std::vector<LedgerRow> build_ledger(const GateInput& input) {
     std::vector<LedgerRow> rows = collection_rows(input);
     auto runs = run_rows(input);
@@ -213,6 +254,7 @@ std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
         w.StartObject();
         w.Key("test"), w.String(row.test);
         if (row.suite_scope) w.Key("scope"), w.String("suite");
+        if (row.warning) w.Key("warning"), w.Bool(true);
         w.Key("verdict"), w.String(row.verdict);
         w.Key("gate"), w.String(row.gate);
         w.Key("reason"), w.String(row.reason);
@@ -241,6 +283,8 @@ int print_gate(std::ostream& out, const std::string& suite, const std::vector<Le
             out << (row.gate == "block" ? "BLOCK " : "DEFER ") << row.test << ": " << row.verdict << ", " << row.reason << '\n';
         }
     }
+    for (const auto& row : rows)
+        if (row.warning) out << "WARN " << row.test << ": " << row.reason << '\n';
     for (const auto& row : rows) {
         if (row.suite_scope) continue;
         ++tests;

@@ -25,12 +25,15 @@ struct GateInput {
     std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
     std::vector<QuarantineEntry> quarantine;
     std::optional<Baseline> baseline;
+    std::string baseline_file;  // configured (it may not exist yet)
+    std::int64_t baseline_tolerance = 0;  // tests the collection may drop below the baseline
     Date today;
 };
 
 struct LedgerRow {
     std::string test;
     bool suite_scope = false;
+    bool warning = false;  // a suite row that passes but wants a reader's attention
     std::string verdict;
     std::string gate;  // pass defer block
     std::string reason;
@@ -39,9 +42,14 @@ struct LedgerRow {
     std::vector<std::string> dirty;
     std::optional<std::string> until;
     std::optional<std::string> owner;
+    std::optional<std::string> partner;       // the test an order dependence hangs on
+    std::optional<std::string> partner_role;  // polluter or state-setter
+    std::optional<std::string> reproduce;     // one shell command, runnable from any directory
 };
 
 std::vector<LedgerRow> build_ledger(const GateInput& input);
+// The rows about the receipt alone: what the receipt step reports when it cannot go on.
+std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
 
 // BLOCK/DEFER lines and a one-line summary; returns the number of blocking rows.

@@ -3,12 +3,15 @@
 #include <chrono>
 #include <random>
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "error.hpp"
 #include "file_identity.hpp"
+#include "git_state.hpp"
 #include "json_io.hpp"
 #include "pytest_command.hpp"
+#include "pytest_config.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,6 +32,9 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     receipt.configfile = optional_string(doc, "configfile", source);
     receipt.conftests = string_array(doc, "conftests", source);
     if (const auto* status = member(doc, "exitstatus"); status && status->IsInt()) receipt.exitstatus = status->GetInt();
+    receipt.expected_configfile = optional_string(doc, "expected_configfile", source);
+    receipt.stray_configs = string_array(doc, "stray_configs", source);
+    receipt.thinning = string_array(doc, "thinning", source);
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
         for (const auto& e : errors->GetArray())
             receipt.errors.push_back(optional_string(e, "nodeid", source).value_or("") + ": " +
@@ -50,6 +56,40 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.tests.push_back(std::move(test));
     }
     return receipt;
+}
+
+rapidjson::Value string_list(const std::vector<std::string>& items, rapidjson::Document::AllocatorType& alloc) {
+    rapidjson::Value list(rapidjson::kArrayType);
+    for (const auto& item : items) list.PushBack(rapidjson::Value(item, alloc), alloc);
+    return list;
+}
+
+// What pytest cannot tell about itself: who took the receipt, where, at which commit, and
+// which config files lie around that could have re-rooted it.
+void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs::path& scratch) {
+    auto& alloc = doc.GetAllocator();
+    const auto source = suite.receipt_file().string();
+    struct utsname host {};
+    ::uname(&host);
+    doc.AddMember("suite", rapidjson::Value(suite.name, alloc), alloc);
+    doc.AddMember("receipt_id", rapidjson::Value(new_receipt_id(), alloc), alloc);
+    doc.AddMember("hostname", rapidjson::Value(host.nodename, alloc), alloc);
+    doc.AddMember("root", rapidjson::Value(fs::weakly_canonical(suite.root).string(), alloc), alloc);
+    doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
+    const auto expected = expected_config(suite.root);
+    doc.AddMember("expected_configfile", expected ? rapidjson::Value(expected->string(), alloc) : rapidjson::Value(), alloc);
+    doc.AddMember("stray_configs", string_list(stray_configs(suite.root), alloc), alloc);
+    doc.AddMember("thinning", string_list(thinning_options(string_array(doc, "addopts", source)), alloc), alloc);
+    rapidjson::Value git(rapidjson::kNullType);
+    if (auto state = read_git_state(suite.root, scratch)) {
+        git.SetObject();
+        git.AddMember("head", rapidjson::Value(state->head, alloc), alloc);
+        git.AddMember("branch", rapidjson::Value(state->branch, alloc), alloc);
+        git.AddMember("dirty", string_list(state->dirty, alloc), alloc);
+    }
+    doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
+    const auto* tests = member(doc, "tests");
+    doc.AddMember("collected", rapidjson::Value(static_cast<uint64_t>(tests && tests->IsArray() ? tests->Size() : 0)), alloc);
 }
 
 }  // namespace
@@ -75,19 +115,13 @@ Receipt take_receipt(const SuiteConfig& suite) {
     }
     const std::string text = read_file(collect_file);
     auto doc = parse_json(text, collect_file.string());
-    Receipt receipt = parse_receipt(doc, collect_file.string());
-    receipt.id = new_receipt_id();
-
-    // receipt.json: the collection document plus who took it, bound by a digest.
+    add_workspace(doc, suite, collect_file.parent_path() / "git.out");
+    // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
-    doc.AddMember("suite", rapidjson::Value(suite.name, alloc), alloc);
-    doc.AddMember("root", rapidjson::Value(fs::weakly_canonical(suite.root).string(), alloc), alloc);
-    doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
-    doc.AddMember("receipt_id", rapidjson::Value(receipt.id, alloc), alloc);
-    doc.AddMember("collected", rapidjson::Value(static_cast<uint64_t>(receipt.tests.size())), alloc);
     doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);
     write_file_atomic(suite.receipt_file(), to_json(doc) + "\n");
-    return receipt;
+    fs::remove(collect_file);
+    return parse_receipt(doc, suite.receipt_file().string());
 }
 
 Receipt load_receipt(const fs::path& file) {
@@ -95,13 +129,23 @@ Receipt load_receipt(const fs::path& file) {
     return parse_receipt(doc, file.string());
 }
 
+bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b) {
+    if (!a || !b) return !a && !b;
+    std::error_code ec;
+    return *a == *b || fs::equivalent(*a, *b, ec);
+}
+
 std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receipt& receipt) {
     std::vector<std::string> problems;
     std::error_code ec;
     if (!fs::equivalent(receipt.rootdir, suite.root, ec))
         problems.push_back("pytest chose rootdir " + quote(receipt.rootdir) + ", not ROOT " + quote(suite.root.string()));
+    if (!same_config(receipt.configfile, receipt.expected_configfile))
+        problems.push_back("pytest read its configuration from " + quote(receipt.configfile.value_or("(none)")) +
+                           ", but the project's is " + quote(receipt.expected_configfile.value_or("(none)")));
     if (receipt.tests.empty() && receipt.errors.empty())
-        problems.push_back("pytest collected no tests from " + quote(suite.root.string()));
+        problems.push_back("pytest collected no tests from " + quote(suite.root.string()) + " (configfile " +
+                           quote(receipt.configfile.value_or("(none)")) + ")");
     return problems;
 }
 

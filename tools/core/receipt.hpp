@@ -33,6 +33,9 @@ struct Receipt {
     std::vector<ReceiptTest> tests;
     std::vector<std::string> errors;  // collection errors, "nodeid: message"
     int exitstatus = 0;
+    std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
+    std::vector<std::string> stray_configs;          // below ROOT, relative to it
+    std::vector<std::string> thinning;               // addopts that thin the run
 
     std::vector<CollectedTest> collected() const;
 };
@@ -40,6 +43,9 @@ struct Receipt {
 // Collects with the suite's own command line and environment; writes receipt.json.
 Receipt take_receipt(const SuiteConfig& suite);
 Receipt load_receipt(const std::filesystem::path& file);
+
+// Two config paths name the same file (or are both absent).
+bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b);
 
 // Why the receipt cannot be trusted at all (empty when it can); the receipt step fails then.
 std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receipt& receipt);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct SuiteConfig {
     int seeds = 8;
     int reruns = 2;
     int timeout_seconds = 600;
+    std::int64_t baseline_tolerance = 0;
     bool perturb = true;
     std::filesystem::path source;  // suite.json itself, for messages
 

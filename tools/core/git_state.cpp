@@ -1,0 +1,46 @@
+#include "git_state.hpp"
+
+#include <sstream>
+
+#include "json_io.hpp"
+#include "process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+// Runs git in ROOT; its output, or nullopt when it failed.
+std::optional<std::string> git(const fs::path& root, const fs::path& scratch, std::vector<std::string> args) {
+    ProcessSpec spec;
+    spec.argv = {"git", "--no-optional-locks", "-C", root.string()};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.cwd = root;
+    spec.environment = environment_with({"LC_ALL=C"});
+    spec.output = scratch;
+    spec.timeout = std::chrono::seconds(60);
+    fs::remove(scratch);
+    const auto result = run_process(spec);
+    std::string text = fs::exists(scratch) ? read_file(scratch) : "";
+    fs::remove(scratch);
+    if (!result.exited_with(0)) return std::nullopt;
+    return text;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+std::optional<GitState> read_git_state(const fs::path& root, const fs::path& scratch) {
+    auto inside = git(root, scratch, {"rev-parse", "--is-inside-work-tree"});
+    if (!inside || first_line(*inside) != "true") return std::nullopt;
+    GitState state;
+    state.head = first_line(git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
+    state.branch = first_line(git(root, scratch, {"branch", "--show-current"}).value_or(""));
+    std::istringstream status(git(root, scratch, {"status", "--porcelain", "--", "."}).value_or(""));
+    for (std::string line; std::getline(status, line);)
+        if (!line.empty()) state.dirty.push_back(line);
+    return state;
+}
+
+}  // namespace evgate
