@@ -1,0 +1,41 @@
+"""Configure-time errors, RunCMake style.
+
+Every directory tests/cmake/errors/<case>/ holds a tiny consumer CMakeLists.txt (and the
+input files it names) plus expected-stderr.txt, a Python regular expression. Each case is
+configured against EVIDENCE_GATE_BUILD_DIR; configuring must fail and its stderr, with
+every run of whitespace folded to one space (CMake wraps long messages), must match.
+With the build-tree package the tool is an imported target, so the module validates the
+suite's input files (fixtures manifest, quarantine) at configure time with `evgate check`.
+"""
+
+import re
+
+import pytest
+
+from conftest import REPO, cmake_configure, source_tree_untouched
+
+CASES_DIR = REPO / "tests" / "cmake" / "errors"
+CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "CMakeLists.txt").is_file())
+
+
+def folded(text):
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_every_case_has_an_expectation():
+    assert len(CASES) >= 9, f"expected the configure-error cases in {CASES_DIR}, found {CASES}"
+    lacking = [case for case in CASES if not (CASES_DIR / case / "expected-stderr.txt").is_file()]
+    assert not lacking, f"cases without expected-stderr.txt: {lacking}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_configure_fails_with_a_message_naming_the_fault(case, tmp_path, build_dir):
+    source = CASES_DIR / case
+    expected = (source / "expected-stderr.txt").read_text().strip()
+    with source_tree_untouched(source):
+        result = cmake_configure(source, tmp_path / "build", f"EvidenceGate_DIR={build_dir}")
+    assert result.returncode != 0, f"configuring {case} must fail:\n{result.describe()}"
+    assert re.search(expected, folded(result.stderr)), (
+        f"stderr of {case} does not match {expected!r} (whitespace folded):\n{result.stderr}")
+    assert "CMake Error" in result.stderr and "evidence_gate_add_suite" in result.stderr, (
+        f"the error must point at the consumer's evidence_gate_add_suite() call:\n{result.stderr}")
