@@ -27,7 +27,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` (when there are
   fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
-  ``<name>.rerun`` and ``<name>.gate``, tied by CTest fixtures so that
+  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun`` and ``<name>.gate``, tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
   ``${CMAKE_CURRENT_BINARY_DIR}/evidence/<name>/``; nothing is written to the source tree.
@@ -69,7 +69,10 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     the environment variable ``EVIDENCE_GATE_RUNNER_BUNDLES`` (a ``;`` list) adds more.
 
   ``PERTURB ON|OFF``
-    An extra run in a deliberately different environment. Default: ``ON``.
+    An extra run of the collection order in a deliberately different environment on this
+    machine: a half-hour timezone far from the local one, another locale, another
+    ``PYTHONHASHSEED``, a fresh ``HOME`` and temp dir, one CPU. A test that passes locally
+    and fails there is a ``portability-gap``. Default: ``ON``.
 
   ``PYTHON exe``
     The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
@@ -349,6 +352,12 @@ function(evidence_gate_add_suite name)
       FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs RESOURCE_LOCK "${run_lock}")
     list(APPEND steps ${name}.seed.${seed})
   endforeach()
+  if(arg_PERTURB)
+    add_test(NAME ${name}.perturbed COMMAND ${tool} perturbed ${suite_arg})
+    set_tests_properties(${name}.perturbed PROPERTIES
+      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs RESOURCE_LOCK "${run_lock}")
+    list(APPEND steps ${name}.perturbed)
+  endif()
   add_test(NAME ${name}.rerun COMMAND ${tool} rerun ${suite_arg})
   set_tests_properties(${name}.rerun PROPERTIES
     FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}")

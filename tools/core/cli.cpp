@@ -19,6 +19,7 @@
 #include "gate.hpp"
 #include "json_io.hpp"
 #include "manifest_diff.hpp"
+#include "perturbation.hpp"
 #include "quarantine.hpp"
 #include "receipt.hpp"
 #include "report.hpp"
@@ -132,7 +133,7 @@ int cmd_manifest(const Args& args) {
     auto vm = parse("manifest", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
-    write_env_manifest(suite);
+    write_env_manifest(suite, suite.manifest_file());
     std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
     return 0;
 }
@@ -192,6 +193,35 @@ int cmd_run(const Args& args) {
     return 0;
 }
 
+int cmd_perturbed(const Args& args) {
+    auto options = suite_options("perturbed: run the collection order once more in a deliberately different environment");
+    auto vm = parse("perturbed", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    fs::remove_all(suite.evidence_dir / "perturbed");
+    const auto perturbation = choose_perturbation(suite);
+    write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
+    RunPlan plan;
+    plan.id = plan.order = "perturbed";
+    plan.column = Column::perturbed;
+    plan.tests = shuffled_order(receipt.collected(), 0);
+    plan.environment = perturbation.environment;
+    plan.cpus = perturbation.cpus;
+    std::cout << "evgate: " << suite.name << ": perturbed: ";
+    for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
+    std::cout << '\n';
+    const auto summary = run_plan(suite, receipt, store, plan);
+    report_run(plan, summary, suite);
+    if (!summary.harness_ok) {
+        std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_rerun(const Args& args) {
     auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
     options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
@@ -201,11 +231,12 @@ int cmd_rerun(const Args& args) {
     const auto receipt = load_receipt(suite.receipt_file());
     std::vector<LoadedRun> seeds;
     for (auto& run : load_runs(suite, receipt.id)) {
-        if (run.plan.id.find(".rerun.") != std::string::npos || run.plan.order == "alone") {
+        const bool is_seed = run.plan.column == Column::local && run.plan.id == run.plan.order && run.plan.order != "alone";
+        if (is_seed) {
+            seeds.push_back(std::move(run));
+        } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
-        } else {
-            seeds.push_back(std::move(run));
         }
     }
     RerunLimits limits;
@@ -232,6 +263,7 @@ int cmd_gate(const Args& args) {
     GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
     input.runs = load_runs(suite, input.receipt.id);
     for (int k = 0; k <= suite.seeds; ++k) input.expected_runs.push_back("seed." + std::to_string(k));
+    if (suite.perturb) input.expected_runs.push_back("perturbed");
     if (vm->count("today")) {
         const auto text = (*vm)["today"].as<std::string>();
         auto date = parse_date(text);
@@ -331,6 +363,7 @@ const Command kCommands[] = {
     {"manifest", "record the environment manifest", cmd_manifest},
     {"receipt", "collect and record the workspace receipt", cmd_receipt},
     {"run", "run the suite in one seed's order", cmd_run},
+    {"perturbed", "run the suite in a deliberately different environment", cmd_perturbed},
     {"rerun", "rerun orders to tell order dependence from nondeterminism", cmd_rerun},
     {"gate", "build the ledger and fail when a row blocks", cmd_gate},
     {"baseline", "write the collection baseline", cmd_baseline},

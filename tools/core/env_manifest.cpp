@@ -12,15 +12,19 @@ namespace fs = std::filesystem;
 
 namespace evgate {
 
-void write_env_manifest(const SuiteConfig& suite) {
-    const auto from_python = suite.evidence_dir / "manifest.python.json";
-    const auto log = suite.evidence_dir / "logs" / "manifest.log";
+void write_env_manifest(const SuiteConfig& suite, const fs::path& out, const std::vector<std::string>& environment,
+                        const std::vector<int>& cpus) {
+    auto from_python = out;
+    from_python += ".python";
+    const auto log = suite.evidence_dir / "logs" / (out.stem().string() + ".log");
     fs::create_directories(log.parent_path());
     fs::remove(from_python);
     // Same interpreter and environment as the runs: the plugin module has a manifest mode.
     auto spec = pytest_process(suite, {}, log);
     spec.argv = {suite.python, "-m", "evidence_gate_pytest", "manifest", from_python.string(),
                  "--root", suite.root.string()};
+    spec.environment = environment_with(std::move(spec.environment), environment);
+    spec.cpus = cpus;
     const auto result = run_process(spec);
     if (!result.exited_with(0) || !fs::exists(from_python))
         throw Error("the manifest could not be taken with " + suite.python + " (" + result.describe() + "):\n" + read_file(log));
@@ -35,7 +39,7 @@ void write_env_manifest(const SuiteConfig& suite) {
     tool.AddMember("kernel", rapidjson::Value(std::string(host.sysname) + " " + host.release, alloc), alloc);
     tool.AddMember("suite", rapidjson::Value(suite.name, alloc), alloc);
     doc.AddMember("host", tool, alloc);
-    write_file_atomic(suite.manifest_file(), to_json(doc) + "\n");
+    write_file_atomic(out, to_json(doc) + "\n");
     fs::remove(from_python);
 }
 

@@ -164,7 +164,7 @@ AttemptsByTest gather_attempts(const GateInput& input) {
             Attempt a;
             a.run = run.plan.id;
             a.order = run.plan.order;
-            a.column = run.column;
+            a.column = run.plan.column;
             if (auto it = r.results.find(test); it != r.results.end()) {
                 a.outcome = it->second.outcome;
                 a.dirty = it->second.dirty;

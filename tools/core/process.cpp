@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,8 +31,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 // In the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(const ProcessSpec& spec, char** argv, char** envp, pid_t parent) {
+[[noreturn]] void exec_child(const ProcessSpec& spec, char** argv, char** envp, pid_t parent, const cpu_set_t* cpus) {
     ::setpgid(0, 0);
+    if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);  // best effort: the OS may refuse
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a kill -9 of evgate takes pytest down with it
     if (::getppid() != parent) ::_exit(127);
     int out = ::open(spec.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -73,9 +75,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
     auto envp = c_strings(spec.environment);
     const auto start = Clock::now();
     const pid_t parent = ::getpid();
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int cpu : spec.cpus) CPU_SET(static_cast<std::size_t>(cpu), &cpus);
     pid_t pid = ::fork();
     if (pid < 0) throw Error(std::string("cannot start ") + spec.argv[0] + ": " + std::strerror(errno));
-    if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent);
+    if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, spec.cpus.empty() ? nullptr : &cpus);
     ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
 
     ProcessResult result;
@@ -98,8 +103,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
 
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
     std::vector<std::string> env;
-    auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
     for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    return environment_with(std::move(env), overrides);
+}
+
+std::vector<std::string> environment_with(std::vector<std::string> env, const std::vector<std::string>& overrides) {
+    auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
     for (const auto& entry : overrides) {
         auto name = name_of(entry);
         env.erase(std::remove_if(env.begin(), env.end(), [&](const std::string& e) { return name_of(e) == name; }),

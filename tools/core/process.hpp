@@ -14,6 +14,7 @@ struct ProcessSpec {
     std::vector<std::string> environment;  // the complete environment, VAR=value
     std::filesystem::path output;          // stdout and stderr are appended here
     std::chrono::milliseconds timeout{0};  // 0: no bound
+    std::vector<int> cpus;                 // the CPUs it may run on; empty: all
 };
 
 struct ProcessResult {
@@ -30,7 +31,8 @@ struct ProcessResult {
 // grace period; after any end the group gets SIGKILL, so grandchildren left behind die too.
 ProcessResult run_process(const ProcessSpec& spec);
 
-// The current environment, VAR=value, with `overrides` (VAR=value) replacing or adding entries.
+// `base` (default: the current environment), VAR=value, with `overrides` replacing or adding entries.
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
+std::vector<std::string> environment_with(std::vector<std::string> base, const std::vector<std::string>& overrides);
 
 }  // namespace evgate

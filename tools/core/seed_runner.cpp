@@ -68,6 +68,10 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
     w.Key("id"), w.String(plan.id);
     w.Key("order"), w.String(plan.order);
     w.Key("seed"), w.Uint64(plan.seed);
+    w.Key("column"), w.String(std::string(to_string(plan.column)));
+    w.Key("environment"), w.StartArray();
+    for (const auto& e : plan.environment) w.String(e);
+    w.EndArray();
     w.Key("tests"), w.StartArray();
     for (const auto& t : plan.tests) w.String(t);
     w.EndArray();
@@ -85,6 +89,9 @@ RunPlan read_plan(const fs::path& file) {
     if (seed == nullptr || !seed->IsUint64()) throw InputError(source, 0, "'seed' is not an unsigned integer");
     plan.seed = seed->GetUint64();
     plan.tests = string_array(doc, "tests", source);
+    plan.environment = string_array(doc, "environment", source);
+    const auto column = optional_string(doc, "column", source).value_or("local");
+    if (!parse_column(column, plan.column)) throw InputError(source, 0, "unknown column " + quote(column));
     return plan;
 }
 
@@ -140,7 +147,10 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         const int ended_before = seen.processes_ended;
 
         store.begin_run(plan.id);
-        const auto result = run_process(pytest_process(suite, args, log));
+        auto spec = pytest_process(suite, args, log);
+        spec.environment = environment_with(std::move(spec.environment), plan.environment);
+        spec.cpus = plan.cpus;
+        const auto result = run_process(spec);
         ++summary.processes;
         store.restore();
         if (auto cut = cut_torn_tail(records); cut > 0)

@@ -21,6 +21,9 @@ struct RunPlan {
     std::string order;  // the order it replays: "seed.3" for the seed and its reruns
     std::uint64_t seed = 0;
     std::vector<std::string> tests;  // in the order they are to run
+    Column column = Column::local;
+    std::vector<std::string> environment;  // VAR=value on top of the suite's (the perturbed run's)
+    std::vector<int> cpus;                 // CPUs it may use; empty: all
 };
 
 struct RunSummary {
@@ -42,7 +45,6 @@ struct LoadedRun {
     RunPlan plan;
     RunRecords records;
     std::string problem;  // records that could not be read, or a run planned from another receipt
-    Column column = Column::local;
 };
 
 // Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).

@@ -32,6 +32,7 @@ struct SuiteConfig {
     std::filesystem::path runs_dir() const { return evidence_dir / "runs"; }
     std::filesystem::path receipt_file() const { return evidence_dir / "receipt.json"; }
     std::filesystem::path manifest_file() const { return evidence_dir / "manifest.json"; }
+    std::filesystem::path perturbed_manifest_file() const { return evidence_dir / "manifest.perturbed.json"; }
     std::filesystem::path ledger_file() const { return evidence_dir / "ledger.jsonl"; }
     std::filesystem::path fixtures_dir() const { return evidence_dir / "fixtures"; }
 };

@@ -35,6 +35,7 @@ struct Observations {
     std::map<std::string, std::set<std::string>> classes_by_order;  // local attempts with a result
     std::map<std::string, Runs> runs_by_class;                       // local
     std::map<std::string, Runs> remote_runs_by_class;                // runners and perturbed
+    std::map<std::string, Runs> runner_runs_by_class;                // runners only
     Runs interrupted, missing;
     std::set<std::string> dirty;
     Runs dirtied_in;
@@ -54,6 +55,7 @@ Observations observe(const std::vector<Attempt>& attempts) {
         if (cls.empty()) continue;
         if (a.column != Column::local) {
             o.remote_runs_by_class[cls].push_back(a.run);
+            if (a.column == Column::runner) o.runner_runs_by_class[cls].push_back(a.run);
             continue;
         }
         o.classes_by_order[a.order].insert(cls);
@@ -89,6 +91,25 @@ std::string_view to_string(Verdict verdict) {
         case Verdict::stable: return "stable";
     }
     return "stable";
+}
+
+std::string_view to_string(Column column) {
+    switch (column) {
+        case Column::local: return "local";
+        case Column::runner: return "runner";
+        case Column::perturbed: return "perturbed";
+    }
+    return "local";
+}
+
+bool parse_column(std::string_view text, Column& column) {
+    for (auto c : {Column::local, Column::runner, Column::perturbed}) {
+        if (to_string(c) == text) {
+            column = c;
+            return true;
+        }
+    }
+    return false;
 }
 
 std::string_view outcome_class(std::string_view outcome) {
@@ -132,9 +153,9 @@ Classification classify(const std::vector<Attempt>& attempts) {
 
     const bool local_pass = o.runs_by_class.size() == 1 && count("pass");
     const bool local_fail = o.runs_by_class.size() == 1 && count("fail");
-    if (local_fail && o.remote_runs_by_class.count("pass"))
+    if (local_fail && o.runner_runs_by_class.count("pass"))
         found.emplace_back(Verdict::runner_only_pass, "fails in every local run but passes in " +
-                                                          some(o.remote_runs_by_class.at("pass")) + ": an inverted signal");
+                                                          some(o.runner_runs_by_class.at("pass")) + ": an inverted signal");
     if (local_fail) {
         found.emplace_back(Verdict::failing, "fails in every run (" + std::to_string(count("fail")) + " runs" +
                                                  (o.alone_tried ? ", alone too" : ", not tried alone") + ")" +

@@ -24,6 +24,8 @@ enum class Verdict {
 std::string_view to_string(Verdict verdict);
 
 enum class Column { local, runner, perturbed };
+std::string_view to_string(Column column);
+bool parse_column(std::string_view text, Column& column);
 
 struct Attempt {
     std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
