@@ -19,6 +19,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [QUARANTINE file]
                             [RUNNER_BUNDLES path...]
                             [PERTURB ON|OFF]
+                            [PER_TEST ON|OFF]
                             [PYTHON exe]
                             [PYTEST_ARGS arg...]
                             [ENVIRONMENT VAR=value...]
@@ -27,7 +28,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` (when there are
   fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
-  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun`` and ``<name>.gate``, tied by CTest fixtures so that
+  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.ledger``,
+  ``<name>.gate`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
   ``${CMAKE_CURRENT_BINARY_DIR}/evidence/<name>/``; nothing is written to the source tree.
@@ -73,6 +75,14 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     machine: a half-hour timezone far from the local one, another locale, another
     ``PYTHONHASHSEED``, a fresh ``HOME`` and temp dir, one CPU. A test that passes locally
     and fails there is a ``portability-gap``. Default: ``ON``.
+
+  ``PER_TEST ON|OFF``
+    One CTest entry per pytest test, named ``<name>/<node id>`` (control characters
+    written as ``\xHH``), whose result mirrors its ledger row: ``block`` fails, ``pass``
+    and ``defer`` pass (the output says why and until when), ``skipped`` is skipped. The
+    entries are discovered by ``ctest`` itself each time it starts (collection with the
+    suite's interpreter, arguments and environment), so new tests appear without re-running
+    CMake. Default: ``ON``.
 
   ``PYTHON exe``
     The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
@@ -197,9 +207,33 @@ function(_evidence_gate_check_inputs suite_file)
   endif()
 endfunction()
 
+# One CTest entry per pytest test, registered by ctest itself before it runs (as
+# gtest_discover_tests does in PRE_TEST mode), so new tests appear without re-running CMake.
+function(_evidence_gate_discover_tests name suite_file evidence_dir)
+  set(entries "${evidence_dir}/ctest-entries.cmake")
+  set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_evidence_entries.cmake")
+  file(GENERATE OUTPUT "${include_file}" CONTENT "\
+set(tool [==[$<TARGET_FILE:EvidenceGate::evgate>]==])
+if(NOT EXISTS \"\${tool}\")
+  add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])
+  return()
+endif()
+execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--cmake=${CMAKE_COMMAND}]==]
+                        [==[--output=${entries}]==]
+                RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_VARIABLE output)
+if(failed)
+  add_test([==[${name}.discover]==] [==[${CMAKE_COMMAND}]==] -E echo \"\${output}\")
+  set_tests_properties([==[${name}.discover]==] PROPERTIES WILL_FAIL TRUE LABELS [==[evidence;${name}]==])
+else()
+  include([==[${entries}]==])
+endif()
+")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
+endfunction()
+
 function(evidence_gate_add_suite name)
   set(options "")
-  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PYTHON TIMEOUT)
+  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
@@ -253,9 +287,14 @@ function(evidence_gate_add_suite name)
   if(NOT DEFINED arg_PERTURB)
     set(arg_PERTURB ON)
   endif()
-  if(NOT arg_PERTURB MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
-    message(FATAL_ERROR "evidence_gate_add_suite(): PERTURB must be ON or OFF, not \"${arg_PERTURB}\"")
+  if(NOT DEFINED arg_PER_TEST)
+    set(arg_PER_TEST ON)
   endif()
+  foreach(switch PERTURB PER_TEST)
+    if(NOT arg_${switch} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+      message(FATAL_ERROR "evidence_gate_add_suite(): ${switch} must be ON or OFF, not \"${arg_${switch}}\"")
+    endif()
+  endforeach()
   set(fixtures "")
   if(DEFINED arg_FIXTURES)
     _evidence_gate_existing_path(fixtures FIXTURES "${arg_FIXTURES}" "${root}")
@@ -361,10 +400,18 @@ function(evidence_gate_add_suite name)
   add_test(NAME ${name}.rerun COMMAND ${tool} rerun ${suite_arg})
   set_tests_properties(${name}.rerun PROPERTIES
     FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}")
-  add_test(NAME ${name}.gate COMMAND ${tool} gate ${suite_arg})
-  set_tests_properties(${name}.gate PROPERTIES
-    FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns")
-  list(APPEND steps ${name}.rerun ${name}.gate)
+  # The ledger step builds the ledger and passes when it could; the gate and the per-test
+  # entries read it, so they run (and show) even when rows block.
+  add_test(NAME ${name}.ledger COMMAND ${tool} ledger ${suite_arg})
+  set_tests_properties(${name}.ledger PROPERTIES
+    FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns" FIXTURES_SETUP ${name}.ledger)
+  add_test(NAME ${name}.gate COMMAND ${tool} gate ${suite_arg} --from-ledger)
+  set_tests_properties(${name}.gate PROPERTIES FIXTURES_REQUIRED ${name}.ledger
+    ATTACHED_FILES "${evidence_dir}/ledger.jsonl;${evidence_dir}/report.html")
+  list(APPEND steps ${name}.rerun ${name}.ledger ${name}.gate)
+  if(arg_PER_TEST)
+    _evidence_gate_discover_tests(${name} "${suite_file}" "${evidence_dir}")
+  endif()
   if(fixtures)
     list(APPEND steps ${name}.fixtures)
   endif()
@@ -373,5 +420,5 @@ function(evidence_gate_add_suite name)
   # Writes into the source tree, so it runs only when asked: never part of `ctest -L evidence`.
   add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline ${suite_arg} --when-requested)
   set_tests_properties(${name}.baseline-update PROPERTIES
-    LABELS "evidence-baseline;${name}" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
+    LABELS "baseline-update" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
 endfunction()

@@ -12,6 +12,7 @@
 
 #include "baseline.hpp"
 #include "date.hpp"
+#include "ctest_entries.hpp"
 #include "env_manifest.hpp"
 #include "error.hpp"
 #include "fixture_manifest.hpp"
@@ -90,7 +91,7 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
     return input;
 }
 
-// Writes the ledger and prints the gate; returns the number of blocking rows.
+// Writes the ledger and prints the gate; returns the number of blocking rows (receipt step).
 int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
     write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
     const int blocked = print_gate(std::cout, suite.name, rows, runs);
@@ -254,27 +255,86 @@ int cmd_rerun(const Args& args) {
     return harness_ok ? 0 : 1;
 }
 
-int cmd_gate(const Args& args) {
-    auto options = suite_options("gate: build the ledger, print it, fail when a row blocks");
-    options.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
-    auto vm = parse("gate", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+// The ledger from the receipt and every run, with the reports and per-test verdict files.
+std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
     GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
     input.runs = load_runs(suite, input.receipt.id);
     for (int k = 0; k <= suite.seeds; ++k) input.expected_runs.push_back("seed." + std::to_string(k));
     if (suite.perturb) input.expected_runs.push_back("perturbed");
-    if (vm->count("today")) {
-        const auto text = (*vm)["today"].as<std::string>();
+    if (vm.count("today")) {
+        const auto text = vm["today"].as<std::string>();
         auto date = parse_date(text);
         if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quote(text));
         input.today = *date;
     }
-    const auto rows = build_ledger(input);
-    const int blocked = write_and_print(suite, rows, input.runs.size());
+    auto rows = build_ledger(input);
+    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
+    write_verdict_files(suite, rows);
     const ReportInput report{suite.name, &rows, report_columns(input.runs), &input.receipt, {}};
-    std::cout << "report: " << write_reports(suite.evidence_dir, report).string() << '\n';
+    write_reports(suite.evidence_dir, report);
+    runs = input.runs.size();
+    return rows;
+}
+
+po::options_description ledger_options(const char* caption) {
+    auto options = suite_options(caption);
+    options.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
+    return options;
+}
+
+int cmd_ledger(const Args& args) {
+    auto options = ledger_options("ledger: build the ledger, the reports and the per-test verdicts (exit 0 when built)");
+    auto vm = parse("ledger", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    std::size_t runs = 0;
+    const auto rows = build_and_write(suite, *vm, runs);
+    print_summary(std::cout, suite.name, rows, runs);  // the gate step prints the rows
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    return 0;
+}
+
+// Values a CDash dashboard charts over time, in the form CTest reads from a test's output.
+void print_measurements(std::ostream& out, const std::vector<LedgerRow>& rows, const SuiteConfig& suite) {
+    int tests = 0, blocking = 0, deferred = 0;
+    for (const auto& row : rows) {
+        blocking += row.gate == "block";
+        if (row.suite_scope) continue;
+        ++tests;
+        deferred += row.gate == "defer";
+    }
+    const std::pair<const char*, std::size_t> values[] = {
+        {"tests", tests}, {"blocking", blocking}, {"deferred", deferred},
+        {"seeds", static_cast<std::size_t>(suite.seeds)}, {"runners", suite.runner_bundles.size()}};
+    for (const auto& [name, value] : values)
+        out << "<CTestMeasurement type=\"numeric/double\" name=\"" << name << "\">" << value << "</CTestMeasurement>\n";
+}
+
+int cmd_gate(const Args& args) {
+    auto options = ledger_options("gate: build the ledger, print it, fail when a row blocks");
+    options.add_options()("from-ledger", "print the ledger the ledger step wrote instead of building it");
+    auto vm = parse("gate", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    std::size_t runs = 0;
+    const auto rows = vm->count("from-ledger") ? read_ledger(suite.ledger_file()) : build_and_write(suite, *vm, runs);
+    if (vm->count("from-ledger")) runs = load_runs(suite, load_receipt(suite.receipt_file()).id).size();
+    const int blocked = print_gate(std::cout, suite.name, rows, runs);
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    print_measurements(std::cout, rows, suite);
     return blocked > 0 ? 1 : 0;
+}
+
+int cmd_discover(const Args& args) {
+    auto options = suite_options("discover: collect and write one CTest entry per test (run by ctest itself)");
+    options.add_options()("cmake", po::value<std::string>()->required(), "the cmake executable the entries run")(
+        "output", po::value<std::string>()->required(), "the CMake file to write");
+    auto vm = parse("discover", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto ids = collected_ids(suite);
+    write_file_atomic((*vm)["output"].as<std::string>(), ctest_entries(suite, ids, (*vm)["cmake"].as<std::string>()));
+    return 0;
 }
 
 int cmd_baseline(const Args& args) {
@@ -365,7 +425,9 @@ const Command kCommands[] = {
     {"run", "run the suite in one seed's order", cmd_run},
     {"perturbed", "run the suite in a deliberately different environment", cmd_perturbed},
     {"rerun", "rerun orders to tell order dependence from nondeterminism", cmd_rerun},
-    {"gate", "build the ledger and fail when a row blocks", cmd_gate},
+    {"ledger", "build the ledger, reports and per-test verdicts", cmd_ledger},
+    {"gate", "print the gate and fail when a row blocks", cmd_gate},
+    {"discover", "write one CTest entry per test", cmd_discover},
     {"baseline", "write the collection baseline", cmd_baseline},
     {"restore", "restore the fixture groups to pristine", cmd_restore},
     {"order", "print a seed's test order", cmd_order},

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <map>
 #include <ostream>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "error.hpp"
 #include "json_io.hpp"
 
 namespace evgate {
@@ -275,8 +277,32 @@ std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
     return out;
 }
 
-int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
-    int blocked = 0, deferred = 0, tests = 0;
+std::vector<LedgerRow> read_ledger(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error("cannot read the ledger " + file.string() + "; the ledger step writes it");
+    const std::string source = file.string();
+    JsonlReader reader(in, source);
+    std::vector<LedgerRow> rows;
+    rapidjson::Document doc;
+    while (reader.next(doc)) {
+        const std::string where = source + ":" + std::to_string(reader.line());
+        LedgerRow row;
+        row.test = string_member(doc, "test", where);
+        row.suite_scope = optional_string(doc, "scope", where) == std::optional<std::string>("suite");
+        const auto* warning = member(doc, "warning");
+        row.warning = warning != nullptr && warning->IsBool() && warning->GetBool();
+        row.verdict = string_member(doc, "verdict", where);
+        row.gate = string_member(doc, "gate", where);
+        row.reason = string_member(doc, "reason", where);
+        row.until = optional_string(doc, "until", where);
+        row.owner = optional_string(doc, "owner", where);
+        rows.push_back(std::move(row));
+    }
+    if (reader.torn()) throw InputError(source, reader.line(), "torn last line");
+    return rows;
+}
+
+void print_rows(std::ostream& out, const std::vector<LedgerRow>& rows) {
     for (const char* gate : {"block", "defer"}) {
         for (const auto& row : rows) {
             if (row.gate != gate) continue;
@@ -285,19 +311,29 @@ int print_gate(std::ostream& out, const std::string& suite, const std::vector<Le
     }
     for (const auto& row : rows)
         if (row.warning) out << "WARN " << row.test << ": " << row.reason << '\n';
+}
+
+int print_summary(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+    int blocked = 0, deferred = 0, tests = 0, suite_blocks = 0;
     for (const auto& row : rows) {
-        if (row.suite_scope) continue;
+        if (row.suite_scope) {
+            suite_blocks += row.gate == "block";
+            continue;
+        }
         ++tests;
         blocked += row.gate == "block";
         deferred += row.gate == "defer";
     }
-    int suite_blocks = 0;
-    for (const auto& row : rows) suite_blocks += row.suite_scope && row.gate == "block";
     out << "evidence-gate " << suite << ": " << tests << " tests over " << runs << " runs: " << blocked << " block, "
         << deferred << " defer, " << (tests - blocked - deferred) << " pass";
     if (suite_blocks) out << "; " << suite_blocks << " suite check(s) block";
     out << " -> " << (blocked + suite_blocks ? "BLOCKED" : "PASSED") << '\n';
     return blocked + suite_blocks;
+}
+
+int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+    print_rows(out, rows);
+    return print_summary(out, suite, rows, runs);
 }
 
 }  // namespace evgate

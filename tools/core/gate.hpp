@@ -2,6 +2,7 @@
 // rows block, and what `ctest` prints. Given the same inputs the ledger is byte-identical.
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -51,8 +52,13 @@ std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.
 std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
+// Reads a ledger back (what the gate prints: test, scope, warning, verdict, gate, reason, until, owner).
+std::vector<LedgerRow> read_ledger(const std::filesystem::path& file);
 
-// BLOCK/DEFER lines and a one-line summary; returns the number of blocking rows.
+// BLOCK/DEFER/WARN lines, then a one-line summary; the print functions return the number
+// of blocking rows.
+void print_rows(std::ostream& out, const std::vector<LedgerRow>& rows);
+int print_summary(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
 int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
 
 }  // namespace evgate

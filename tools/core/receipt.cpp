@@ -101,9 +101,12 @@ std::vector<CollectedTest> Receipt::collected() const {
     return out;
 }
 
-Receipt take_receipt(const SuiteConfig& suite) {
-    const auto collect_file = suite.evidence_dir / "collect.json";
-    const auto log = suite.evidence_dir / "logs" / "receipt.log";
+namespace {
+
+// One --collect-only run with the suite's command line and environment.
+rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose) {
+    const auto collect_file = suite.evidence_dir / (purpose + ".collect.json");
+    const auto log = suite.evidence_dir / "logs" / (purpose + ".log");
     fs::create_directories(log.parent_path());
     fs::remove(collect_file);
     fs::remove(log);
@@ -113,15 +116,28 @@ Receipt take_receipt(const SuiteConfig& suite) {
         throw Error("pytest collection did not complete (" + result.describe() + "); its output is in " +
                     log.string() + ":\n" + read_file(log));
     }
-    const std::string text = read_file(collect_file);
-    auto doc = parse_json(text, collect_file.string());
-    add_workspace(doc, suite, collect_file.parent_path() / "git.out");
+    auto doc = parse_json(read_file(collect_file), collect_file.string());
+    fs::remove(collect_file);
+    return doc;
+}
+
+}  // namespace
+
+Receipt take_receipt(const SuiteConfig& suite) {
+    auto doc = collect(suite, "receipt");
+    add_workspace(doc, suite, suite.evidence_dir / "git.out");
     // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
     doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);
     write_file_atomic(suite.receipt_file(), to_json(doc) + "\n");
-    fs::remove(collect_file);
     return parse_receipt(doc, suite.receipt_file().string());
+}
+
+std::vector<std::string> collected_ids(const SuiteConfig& suite) {
+    const auto doc = collect(suite, "discover");
+    std::vector<std::string> ids;
+    for (const auto& test : parse_receipt(doc, suite.name).tests) ids.push_back(test.id);
+    return ids;
 }
 
 Receipt load_receipt(const fs::path& file) {

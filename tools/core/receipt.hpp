@@ -44,6 +44,9 @@ struct Receipt {
 Receipt take_receipt(const SuiteConfig& suite);
 Receipt load_receipt(const std::filesystem::path& file);
 
+// The node ids pytest collects now, with the suite's command line and environment.
+std::vector<std::string> collected_ids(const SuiteConfig& suite);
+
 // Two config paths name the same file (or are both absent).
 bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b);
 
