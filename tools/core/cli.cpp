@@ -25,6 +25,7 @@
 #include "receipt.hpp"
 #include "report.hpp"
 #include "rerun_planner.hpp"
+#include "runner_bundles.hpp"
 #include "seed_runner.hpp"
 #include "shuffle.hpp"
 #include "suite_config.hpp"
@@ -255,6 +256,18 @@ int cmd_rerun(const Args& args) {
     return harness_ok ? 0 : 1;
 }
 
+// Runner bundles as columns, and the manifest drift of every column that is another environment.
+void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
+    auto bundles = load_runner_bundles(bundle_paths(suite.runner_bundles), input.receipt, suite.manifest_file());
+    for (auto& run : bundles.runs) input.runs.push_back(std::move(run));
+    input.runners = std::move(bundles.names);
+    input.drift = std::move(bundles.drift);
+    input.left_out = std::move(bundles.left_out);
+    input.unmapped = std::move(bundles.unmapped);
+    if (fs::exists(suite.perturbed_manifest_file()) && fs::exists(suite.manifest_file()))
+        input.drift["perturbed"] = diff_manifests(read_manifest(suite.manifest_file()), read_manifest(suite.perturbed_manifest_file()));
+}
+
 // The ledger from the receipt and every run, with the reports and per-test verdict files.
 std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
     GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
@@ -267,10 +280,12 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
         if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quote(text));
         input.today = *date;
     }
+    add_machine_columns(suite, input);
     auto rows = build_ledger(input);
     write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
     write_verdict_files(suite, rows);
-    const ReportInput report{suite.name, &rows, report_columns(input.runs), &input.receipt, {}};
+    ReportInput report{suite.name, &rows, report_columns(input.runs), &input.receipt, {}};
+    for (const auto& [column, entries] : input.drift) report.drift.push_back({column, entries});
     write_reports(suite.evidence_dir, report);
     runs = input.runs.size();
     return rows;

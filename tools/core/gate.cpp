@@ -51,6 +51,7 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
     for (const auto& id : input.expected_runs)
         if (!present.count(id)) rows.push_back(suite_row("run:" + id, "missing", "run " + id + " left no records"));
     for (const auto& run : input.runs) {
+        if (run.plan.column == Column::runner) continue;  // another machine's paths: runner_rows
         const std::string name = "run:" + run.plan.id;
         if (!run.problem.empty()) {
             rows.push_back(suite_row(name, "interrupted", run.problem));
@@ -163,6 +164,8 @@ AttemptsByTest gather_attempts(const GateInput& input) {
         if (!run.problem.empty()) continue;
         const auto& r = run.records;
         for (const auto& test : run.plan.tests) {
+            // A runner that has no result for a test says nothing about it (the row notes it).
+            if (run.plan.column == Column::runner && !r.results.count(test)) continue;
             Attempt a;
             a.run = run.plan.id;
             a.order = run.plan.order;
@@ -214,12 +217,37 @@ void apply_policy(LedgerRow& row, Verdict verdict, const ReceiptTest& test, cons
     }
 }
 
+// "ci-host" for "ci-host:seed.3", "perturbed" for the perturbed run.
+std::string column_name(const Attempt& a) { return a.column == Column::runner ? a.run.substr(0, a.run.find(':')) : a.run; }
+
+// For a row that compares machines: the environment keys that differ, most suspicious first,
+// and the runners that have no result for the test.
+std::string machine_notes(Verdict verdict, const std::vector<Attempt>& attempts, const GateInput& input) {
+    std::set<std::string> seen;
+    for (const auto& a : attempts)
+        if (a.column != Column::local) seen.insert(column_name(a));
+    std::string notes;
+    if (verdict == Verdict::portability_gap || verdict == Verdict::runner_only_pass) {
+        for (const auto& column : seen) {
+            auto it = input.drift.find(column);
+            if (it == input.drift.end()) continue;
+            const auto keys = drift_keys(it->second, 5);
+            std::string list;
+            for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+            notes += "; " + column + " differs in " + (list.empty() ? "no recorded key" : list);
+        }
+    }
+    for (const auto& runner : input.runners)
+        if (!seen.count(runner)) notes += "; no result on runner " + runner;
+    return notes;
+}
+
 LedgerRow test_row(const ReceiptTest& test, const std::vector<Attempt>& attempts, const GateInput& input) {
     const auto c = classify(attempts);
     LedgerRow row;
     row.test = test.id;
     row.verdict = std::string(to_string(c.verdict));
-    row.reason = c.reason;
+    row.reason = c.reason + machine_notes(c.verdict, attempts, input);
     row.dirty = c.dirty;
     for (auto v : c.also) row.also.emplace_back(to_string(v));
     for (const auto& a : attempts) row.outcomes.emplace_back(a.run, a.outcome);
@@ -237,12 +265,30 @@ void write_strings(rapidjson::Writer<rapidjson::StringBuffer>& w, const char* ke
 
 }  // namespace
 
+// Every runner bundle is a column or a blocking row: a smaller comparison is never silent.
+std::vector<LedgerRow> runner_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    for (const auto& [path, why] : input.left_out)
+        rows.push_back(suite_row("runner:" + path, "missing", "runner bundle left out: " + why));
+    for (const auto& runner : input.runners) {
+        auto unmapped = input.unmapped.find(runner);
+        if (unmapped != input.unmapped.end())
+            rows.push_back(warning_row("runner:" + runner, std::to_string(unmapped->second.size()) +
+                                                               " JUnit case(s) match no collected test: " + list_some(unmapped->second)));
+        else
+            rows.push_back(suite_row("runner:" + runner, "stable", "runner column " + runner));
+    }
+    return rows;
+}
+
 std::vector<LedgerRow> receipt_rows(const GateInput& input) { return collection_rows(input); }
 
 std::vector<LedgerRow> build_ledger(const GateInput& input) {
     std::vector<LedgerRow> rows = collection_rows(input);
-    auto runs = run_rows(input);
-    rows.insert(rows.end(), runs.begin(), runs.end());
+    for (auto* more : {&run_rows, &runner_rows}) {
+        auto extra = (*more)(input);
+        rows.insert(rows.end(), extra.begin(), extra.end());
+    }
     auto attempts = gather_attempts(input);
     for (const auto& test : input.receipt.tests) rows.push_back(test_row(test, attempts[test.id], input));
     return rows;

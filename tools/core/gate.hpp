@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "baseline.hpp"
 #include "date.hpp"
+#include "manifest_diff.hpp"
 #include "quarantine.hpp"
 #include "receipt.hpp"
 #include "run_records.hpp"
@@ -28,6 +30,10 @@ struct GateInput {
     std::optional<Baseline> baseline;
     std::string baseline_file;  // configured (it may not exist yet)
     std::int64_t baseline_tolerance = 0;  // tests the collection may drop below the baseline
+    std::vector<std::string> runners;      // runner columns present in `runs`
+    std::map<std::string, std::vector<DriftEntry>> drift;         // column -> manifest drift from local
+    std::vector<std::pair<std::string, std::string>> left_out;    // runner bundle -> why it is not a column
+    std::map<std::string, std::vector<std::string>> unmapped;     // runner -> JUnit cases matching no test
     Date today;
 };
 

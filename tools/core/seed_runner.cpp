@@ -96,16 +96,20 @@ RunPlan read_plan(const fs::path& file) {
 }
 
 std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id) {
+    return load_runs(suite.runs_dir(), receipt_id);
+}
+
+std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& receipt_id) {
     std::vector<LoadedRun> runs;
-    if (!fs::exists(suite.runs_dir())) return runs;
-    for (const auto& entry : fs::directory_iterator(suite.runs_dir())) {
+    if (!fs::exists(runs_dir)) return runs;
+    for (const auto& entry : fs::directory_iterator(runs_dir)) {
         const auto name = entry.path().filename().string();
         const std::string suffix = ".plan.json";
         if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
         LoadedRun run;
         try {
             run.plan = read_plan(entry.path());
-            run.records = read_run_records(records_file(suite, run.plan.id));
+            run.records = read_run_records(runs_dir / (run.plan.id + ".jsonl"));
             if (run.records.finished && run.records.receipt != receipt_id)
                 run.problem = "the run belongs to an earlier receipt (" + run.records.receipt + ")";
         } catch (const Error& e) {

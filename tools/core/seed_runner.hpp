@@ -49,6 +49,7 @@ struct LoadedRun {
 
 // Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
 std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
+std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::string& receipt_id);
 
 RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan);
 
