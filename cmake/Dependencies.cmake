@@ -15,3 +15,8 @@ find_library(XXHASH_LIBRARY xxhash REQUIRED)
 add_library(evidence_gate_xxhash INTERFACE)
 target_include_directories(evidence_gate_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIR})
 target_link_libraries(evidence_gate_xxhash INTERFACE ${XXHASH_LIBRARY})
+
+# tinyxml2 reads JUnit XML reports of other machines' plain pytest runs. Debian ships a CMake config.
+find_package(tinyxml2 CONFIG REQUIRED)
+add_library(evidence_gate_tinyxml2 INTERFACE)
+target_link_libraries(evidence_gate_tinyxml2 INTERFACE tinyxml2::tinyxml2)

@@ -1,0 +1,34 @@
+// JUnit XML from any CI's plain `pytest --junitxml` run, read back into pytest node ids, so that
+// a machine that never ran evgate can still fill a runner column.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "run_records.hpp"
+
+namespace evgate {
+
+struct JUnitRun {
+    std::string name;      // the report's hostname, else the file's stem
+    std::string hostname;  // "" when no <testsuite> names one
+    std::map<std::string, TestResult> results;  // node id -> passed failed error skipped xfailed
+    std::vector<std::string> unmapped;          // "classname::name" matching no collected id, or several; sorted
+};
+
+// Where pytest's junitxml files a node id: its <testcase classname=... name=...>.
+struct JUnitAddress {
+    std::string classname;  // "tests.test_x.TestY": the path with '/' -> '.' and ".py" dropped, then classes
+    std::string name;       // "test_z[1]", characters XML cannot hold written as "#xNN"
+};
+JUnitAddress junit_address(std::string_view node_id);
+
+// Throws InputError naming the file (and the line, where the XML parser knows it) for a file
+// that is not XML or holds no <testsuite>.
+JUnitRun read_junit(const std::filesystem::path& file, const std::vector<std::string>& collected_ids);
+JUnitRun parse_junit(std::string_view xml, const std::string& source, const std::vector<std::string>& collected_ids);
+
+}  // namespace evgate
