@@ -138,21 +138,34 @@ def ninja_or_default():
     return "Ninja" if shutil.which("ninja") else None
 
 
-_TEST_LINE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?(\w[\w ]*?)\s+[\d.]+ sec", re.M)
-_FAILED_LINE = re.compile(r"^\s+\d+ - (\S+) \((.*)\)\s*$", re.M)
+_TEST_LINE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (.+?) \.*\s*(?:\*\*\*)?"
+                        r"(Passed|Failed|Skipped|Not Run|Timeout|Exception)", re.M)
+_SUMMARY_ENTRY = re.compile(r"^\s+\d+ - (.+) \((.+?)\)\s*$")
+
+
+def _summary_section(stdout, header):
+    """[(name, status)] listed under `header` ("The following tests FAILED:") at the end of ctest's output."""
+    entries = []
+    lines = stdout.split(header, 1)[1].splitlines()[1:] if header in stdout else []
+    for line in lines:
+        match = _SUMMARY_ENTRY.match(line)
+        if not match:
+            break
+        entries.append(match.groups())
+    return entries
 
 
 class CTestRun(Result):
-    """A ctest invocation with what it ran (name -> status) and which tests failed."""
+    """A ctest invocation: what it ran (name -> status), which tests failed, which did not run."""
 
     def __init__(self, argv, completed, binary):
         super().__init__(argv, completed)
         self.binary = Path(binary)
-        self.ran = {name: status for name, status in _TEST_LINE.findall(self.stdout)}
         self.order = [name for name, _ in _TEST_LINE.findall(self.stdout)]
-        failed_part = self.stdout.split("The following tests FAILED:", 1)
-        self.failed = sorted(_FAILED_LINE.findall(failed_part[1])) if len(failed_part) == 2 else []
+        self.ran = dict(_TEST_LINE.findall(self.stdout))
+        self.failed = sorted(_summary_section(self.stdout, "The following tests FAILED:"))
         self.failed_names = sorted(name for name, _ in self.failed)
+        self.not_run = sorted(_summary_section(self.stdout, "The following tests did not run:"))
 
     def test_output(self, name):
         """One CTest test's output, from Testing/Temporary/LastTest.log (passing tests too)."""
@@ -177,7 +190,7 @@ def ctest_names(binary, *args):
     """The names of the tests ctest would run with `args` (ctest -N)."""
     result = run([_required_tool("ctest"), "--test-dir", binary, "-N", *args], timeout=CONFIGURE_TIMEOUT)
     assert result.returncode == 0, result.describe()
-    return re.findall(r"^\s*Test\s+#\d+: (\S+)\s*$", result.stdout, re.M)
+    return re.findall(r"^\s*Test\s+#\d+: (.+?)\s*$", result.stdout, re.M)
 
 
 # ------------------------------------------------------------------ ledger
@@ -208,6 +221,7 @@ class Ledger:
                 "failing", "portability-gap", "skipped", "stable"}
 
     def __init__(self, binary, suite):
+        self.suite = suite
         self.path = Path(binary) / "evidence" / suite / "ledger.jsonl"
         assert self.path.is_file(), f"the gate wrote no ledger at {self.path}"
         self.text = self.path.read_text(encoding="utf-8")

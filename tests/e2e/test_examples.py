@@ -17,9 +17,28 @@ from conftest import (EXAMPLES, Ledger, configure_example, ctest, ctest_names, e
 PASS = ("stable", "pass")
 
 
-def expect_failed(run, names):
-    assert run.failed_names == sorted(names), (
-        f"expected exactly {sorted(names)} to fail, ctest reported {run.failed}:\n{run.describe()}")
+def expect_ctest_mirrors(run, *ledgers):
+    """ctest's own result mirrors the ledgers.
+
+    Each suite has one per-test entry `<suite>/<node id>` per ledger row: it fails when the
+    row blocks and is skipped when the test was skipped. `<suite>.gate` fails iff a row
+    blocks. Nothing else fails: a failing or crashing seed run is data, not an error.
+    """
+    failed, skipped = set(), set()
+    for ledger in ledgers:
+        suite = ledger.suite
+        entries = {name for name in run.ran if name.startswith(suite + "/")}
+        assert entries == {f"{suite}/{test}" for test in ledger.tests}, (
+            f"{suite} must have one per-test CTest entry per ledger row; ran {sorted(entries)}\n{ledger}")
+        if ledger.blocking():
+            failed.add(f"{suite}.gate")
+        failed |= {f"{suite}/{test}" for test, row in ledger.tests.items() if row["gate"] == "block"}
+        skipped |= {f"{suite}/{test}" for test, row in ledger.tests.items() if row["verdict"] == "skipped"}
+    assert run.failed_names == sorted(failed), (
+        f"expected exactly {sorted(failed)} to fail, ctest reported {run.failed}:\n{run.describe()}")
+    assert run.not_run == sorted((name, "Skipped") for name in skipped), (
+        f"expected exactly {sorted(skipped)} to be skipped, ctest reported {run.not_run}:\n{run.describe()}")
+    assert (run.returncode != 0) == bool(failed), f"ctest's exit status is wrong:\n{run.describe()}"
 
 
 def expect_gate_lines(run, suite, expected, ledger):
@@ -60,7 +79,6 @@ def test_polluter_victim_blocks_the_polluter_and_its_victim(tmp_path, build_dir)
         ledger = Ledger(tmp_path / "build", "billing")
 
         assert run.returncode != 0, f"the gate must block:\n{run.describe()}"
-        expect_failed(run, ["billing.gate"])
         expect_verdicts(ledger, {
             BILLING + "test_apply_discount": ("polluter", "block"),
             BILLING + "test_invoice_totals": ("order-dependent", "block"),
@@ -75,6 +93,7 @@ def test_polluter_victim_blocks_the_polluter_and_its_victim(tmp_path, build_dir)
         outcomes = set(victim["outcomes"].values())
         assert {"passed", "failed"} <= outcomes, f"the victim must pass in some orders and fail in others: {victim}"
         no_suite_row_blocks(ledger)
+        expect_ctest_mirrors(run, ledger)
         expect_gate_lines(run, "billing", [("BLOCK", BILLING + "test_apply_discount", "polluter"),
                                            ("BLOCK", BILLING + "test_invoice_totals", "order-dependent")], ledger)
     assert fixture.read_bytes() == pristine, "fixtures/config/billing.json must be restored after ctest"
@@ -124,8 +143,7 @@ def test_clean_suite_passes(tmp_path, build_dir):
             f"configuring must say which interpreter was picked:\n{configured.describe()}")
         run = ctest(tmp_path / "build", "-j2", "-L", "evidence")
         assert run.returncode == 0, f"a clean suite must pass the gate:\n{run.describe()}"
-        expect_failed(run, [])
-        expect_clean_ledger(run, tmp_path / "build")
+        expect_ctest_mirrors(run, expect_clean_ledger(run, tmp_path / "build"))
     assert export.read_bytes() == pristine, "the declared writer's file must be restored after ctest"
 
 
@@ -135,9 +153,11 @@ def test_gate_alone_pulls_in_every_step(tmp_path, build_dir):
     binary = tmp_path / "build"
     with source_tree_untouched(example):
         configure_example(example, binary, build_dir)
-        registered = ctest_names(binary, "-L", "evidence")
-        assert set(registered) == {"inventory.fixtures", "inventory.manifest", "inventory.receipt", "inventory.rerun",
-                                   "inventory.gate"} | {f"inventory.seed.{k}" for k in range(5)}, registered
+        # The suite's steps; the per-test entries `inventory/<id>` follow the gate, not precede it.
+        registered = [name for name in ctest_names(binary, "-L", "evidence") if not name.startswith("inventory/")]
+        steps = {"inventory.fixtures", "inventory.manifest", "inventory.receipt", "inventory.rerun",
+                 "inventory.gate"} | {f"inventory.seed.{k}" for k in range(5)}
+        assert steps <= set(registered), f"registered: {registered}"
 
         run = ctest(binary, "-R", r"inventory\.gate")
         assert run.returncode == 0, run.describe()
@@ -167,7 +187,6 @@ def test_in_memory_order_dependence_blocks_one_row(tmp_path, build_dir):
         ledger = Ledger(tmp_path / "build", "plugins")
 
         assert run.returncode != 0, f"the gate must block:\n{run.describe()}"
-        expect_failed(run, ["plugins.gate"])
         victim = LOOKUP + "test_csv_plugin_is_available"
         expect_verdicts(ledger, {
             victim: ("order-dependent", "block"),
@@ -182,6 +201,7 @@ def test_in_memory_order_dependence_blocks_one_row(tmp_path, build_dir):
         assert "passed" in row["outcomes"].values(), row
         assert "LookupError" in row["reason"], f"the reason should carry the failure: {row}"
         no_suite_row_blocks(ledger)
+        expect_ctest_mirrors(run, ledger)
         expect_gate_lines(run, "plugins", [("BLOCK", victim, "order-dependent")], ledger)
 
 
@@ -224,7 +244,6 @@ def test_nondeterministic_test_is_flaky_deferred_only_when_quarantined(tmp_path,
                         f"{json.dumps(evidence)}")
 
         assert run.returncode != 0, f"the unquarantined suite must block:\n{run.describe()}"
-        expect_failed(run, ["flaky_unquarantined.gate"])
         stable = {test: PASS for test in NONDETERMINISTIC_STABLE}
         expect_verdicts(quarantined, {RETRY: ("flaky", "defer"), **stable})
         expect_verdicts(unquarantined, {RETRY: ("flaky", "block"), **stable})
@@ -235,6 +254,8 @@ def test_nondeterministic_test_is_flaky_deferred_only_when_quarantined(tmp_path,
         assert unquarantined.blocking() == [RETRY] and unquarantined.deferred() == [], str(unquarantined)
         for ledger in (quarantined, unquarantined):
             no_suite_row_blocks(ledger)
+        # The deferred row's per-test entry passes; only the unquarantined gate and entry fail.
+        expect_ctest_mirrors(run, quarantined, unquarantined)
         expect_gate_lines(run, "flaky_quarantined", [("DEFER", RETRY, "flaky")], quarantined)
         expect_gate_lines(run, "flaky_unquarantined", [("BLOCK", RETRY, "flaky")], unquarantined)
 
@@ -261,8 +282,6 @@ def test_crash_is_interrupted_and_the_rest_still_runs(tmp_path, build_dir):
         ledger = Ledger(tmp_path / "build", "native")
 
         assert run.returncode != 0, f"a suite whose interpreter died is never green:\n{run.describe()}"
-        # The seed runs survived the crash: their results are data, only the gate fails.
-        expect_failed(run, ["native.gate"])
         expect_verdicts(ledger, {test: ("interrupted", "block") if test == CRASHER else PASS for test in CRASH_ORDER})
         assert ledger.blocking() == [CRASHER], str(ledger)
         crashed = ledger.tests[CRASHER]
@@ -273,4 +292,6 @@ def test_crash_is_interrupted_and_the_rest_still_runs(tmp_path, build_dir):
                           if ledger.tests[test]["outcomes"].get("seed.0") != "passed"}
         assert not without_result, (
             f"tests after the crash in collection order must still run in seed.0: {without_result}\n{ledger}")
+        # The seed runs survived the crash: their results are data; the gate and the entry fail.
+        expect_ctest_mirrors(run, ledger)
         expect_gate_lines(run, "native", [("BLOCK", CRASHER, "interrupted")], ledger)
