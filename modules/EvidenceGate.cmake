@@ -14,6 +14,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [TESTS path...]
                             [SEEDS n]
                             [RERUNS n]
+                            [LOCALISE n]
                             [FIXTURES file]
                             [BASELINE file [BASELINE_TOLERANCE n]]
                             [QUARANTINE file]
@@ -28,7 +29,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` (when there are
   fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
-  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.ledger``,
+  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.localise``, ``<name>.ledger``,
   ``<name>.gate`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
@@ -48,6 +49,12 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
     order dependence (same outcome every time in one order) from nondeterminism. Default: 2.
+
+  ``LOCALISE n``
+    The pytest runs ``<name>.localise`` may spend, over all order-dependent tests, to name
+    the partner each one hangs on (delta debugging over the order that broke it, verified
+    several times; a nondeterministic test is never given a partner). ``0`` turns it off.
+    Default: 100.
 
   ``FIXTURES file``
     The fixture-group manifest (``name: glob`` a line), relative to ROOT. Default:
@@ -233,7 +240,7 @@ endfunction()
 
 function(evidence_gate_add_suite name)
   set(options "")
-  set(one_value ROOT SEEDS RERUNS FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT)
+  set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
@@ -273,6 +280,10 @@ function(evidence_gate_add_suite name)
     set(arg_RERUNS 2)
   endif()
   _evidence_gate_check_integer(RERUNS "${arg_RERUNS}")
+  if(NOT DEFINED arg_LOCALISE)
+    set(arg_LOCALISE 100)
+  endif()
+  _evidence_gate_check_integer(LOCALISE "${arg_LOCALISE}")
   if(NOT DEFINED arg_BASELINE_TOLERANCE)
     set(arg_BASELINE_TOLERANCE 0)
   endif()
@@ -348,6 +359,7 @@ function(evidence_gate_add_suite name)
     "  \"tests\": ${json_tests},\n"
     "  \"seeds\": ${arg_SEEDS},\n"
     "  \"reruns\": ${arg_RERUNS},\n"
+    "  \"localise\": ${arg_LOCALISE},\n"
     "  \"fixtures\": ${json_fixtures},\n"
     "  \"baseline\": ${json_baseline},\n"
     "  \"quarantine\": ${json_quarantine},\n"
@@ -402,13 +414,18 @@ function(evidence_gate_add_suite name)
     FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}")
   # The ledger step builds the ledger and passes when it could; the gate and the per-test
   # entries read it, so they run (and show) even when rows block.
+  add_test(NAME ${name}.localise COMMAND ${tool} localise ${suite_arg})
+  set_tests_properties(${name}.localise PROPERTIES
+    FIXTURES_REQUIRED "${run_fixtures};${name}.runs;${name}.reruns" FIXTURES_SETUP ${name}.localised
+    RESOURCE_LOCK "${run_lock}")
   add_test(NAME ${name}.ledger COMMAND ${tool} ledger ${suite_arg})
   set_tests_properties(${name}.ledger PROPERTIES
-    FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns" FIXTURES_SETUP ${name}.ledger)
+    FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns;${name}.localised"
+    FIXTURES_SETUP ${name}.ledger)
   add_test(NAME ${name}.gate COMMAND ${tool} gate ${suite_arg} --from-ledger)
   set_tests_properties(${name}.gate PROPERTIES FIXTURES_REQUIRED ${name}.ledger
     ATTACHED_FILES "${evidence_dir}/ledger.jsonl;${evidence_dir}/report.html")
-  list(APPEND steps ${name}.rerun ${name}.ledger ${name}.gate)
+  list(APPEND steps ${name}.rerun ${name}.localise ${name}.ledger ${name}.gate)
   if(arg_PER_TEST)
     _evidence_gate_discover_tests(${name} "${suite_file}" "${evidence_dir}")
   endif()

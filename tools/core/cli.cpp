@@ -13,6 +13,7 @@
 #include "baseline.hpp"
 #include "date.hpp"
 #include "ctest_entries.hpp"
+#include "culprits.hpp"
 #include "env_manifest.hpp"
 #include "error.hpp"
 #include "fixture_manifest.hpp"
@@ -22,6 +23,7 @@
 #include "manifest_diff.hpp"
 #include "perturbation.hpp"
 #include "quarantine.hpp"
+#include "replay.hpp"
 #include "receipt.hpp"
 #include "report.hpp"
 #include "rerun_planner.hpp"
@@ -89,6 +91,9 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
     input.baseline_file = suite.baseline ? suite.baseline->string() : "";
     input.baseline_tolerance = suite.baseline_tolerance;
     input.today = today_utc();
+    input.culprits = load_culprits(suite, input.receipt.id);
+    input.evgate = self_path();
+    input.suite_file = suite.source;
     return input;
 }
 
@@ -222,6 +227,46 @@ int cmd_perturbed(const Args& args) {
         return 1;
     }
     return 0;
+}
+
+int cmd_localise(const Args& args) {
+    auto options = suite_options("localise: name the partner of every order-dependent test, within a budget of pytest runs");
+    auto vm = parse("localise", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    const auto culprits = localise_suite(suite, receipt, store, suite.localise_runs);
+    int runs = 0;
+    for (const auto& c : culprits) {
+        const auto& f = c.found;
+        runs += f.runs_used;
+        std::cout << "evgate: " << suite.name << ": " << f.test << ": " << to_string(f.role);
+        if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
+        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << '\n';
+    }
+    std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
+    return 0;
+}
+
+int cmd_replay(const Args& args) {
+    auto options = suite_options("replay: run an exact order (or a seed's order up to a test) and say whether the failure reproduced");
+    options.add_options()("test", po::value<std::vector<std::string>>(), "a test, in order (repeatable)")(
+        "seed", po::value<std::uint64_t>(), "the seed: its order with --through, and `random`'s reseeding")(
+        "through", po::value<std::string>(), "run the seed's order up to and including this test")(
+        "repeat", po::value<int>()->default_value(1), "runs at most, until it reproduces")(
+        "env", po::value<std::vector<std::string>>(), "VAR=value for the runs (repeatable)");
+    auto vm = parse("replay", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    ReplayRequest request;
+    if (vm->count("test")) request.tests = (*vm)["test"].as<std::vector<std::string>>();
+    if (vm->count("seed")) request.seed = (*vm)["seed"].as<std::uint64_t>();
+    if (vm->count("through")) request.through = (*vm)["through"].as<std::string>();
+    if (vm->count("env")) request.environment = (*vm)["env"].as<std::vector<std::string>>();
+    request.repeat = (*vm)["repeat"].as<int>();
+    return replay(suite, request, std::cout);
 }
 
 int cmd_rerun(const Args& args) {
@@ -440,6 +485,8 @@ const Command kCommands[] = {
     {"run", "run the suite in one seed's order", cmd_run},
     {"perturbed", "run the suite in a deliberately different environment", cmd_perturbed},
     {"rerun", "rerun orders to tell order dependence from nondeterminism", cmd_rerun},
+    {"localise", "name the partner of every order-dependent test", cmd_localise},
+    {"replay", "replay an order and say whether the failure reproduced", cmd_replay},
     {"ledger", "build the ledger, reports and per-test verdicts", cmd_ledger},
     {"gate", "print the gate and fail when a row blocks", cmd_gate},
     {"discover", "write one CTest entry per test", cmd_discover},

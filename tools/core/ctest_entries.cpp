@@ -36,13 +36,14 @@ std::string verdict_text(const LedgerRow& row) {
 
 std::string ctest_name(const std::string& suite, const std::string& test_id) {
     std::string name = suite + "/";
-    for (unsigned char c : test_id) {
-        if (c < 0x20 || c == 0x7f) {
+    for (char c : test_id) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f) {
             char hex[5];
-            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            std::snprintf(hex, sizeof hex, "\\x%02X", byte);
             name += hex;
         } else {
-            name += static_cast<char>(c);
+            name += c;
         }
     }
     return name;

@@ -11,6 +11,7 @@
 
 #include "error.hpp"
 #include "json_io.hpp"
+#include "replay.hpp"
 
 namespace evgate {
 namespace {
@@ -155,12 +156,11 @@ std::vector<LedgerRow> collection_rows(const GateInput& input) {
     return rows;
 }
 
-using AttemptsByTest = std::unordered_map<std::string, std::vector<Attempt>>;
+}  // namespace
 
-// Every attempt of every test, one pass over the runs (in run order).
-AttemptsByTest gather_attempts(const GateInput& input) {
-    AttemptsByTest attempts;
-    for (const auto& run : input.runs) {
+std::unordered_map<std::string, std::vector<Attempt>> gather_attempts(const std::vector<LoadedRun>& runs) {
+    std::unordered_map<std::string, std::vector<Attempt>> attempts;
+    for (const auto& run : runs) {
         if (!run.problem.empty()) continue;
         const auto& r = run.records;
         for (const auto& test : run.plan.tests) {
@@ -182,6 +182,8 @@ AttemptsByTest gather_attempts(const GateInput& input) {
     }
     return attempts;
 }
+
+namespace {
 
 bool deferrable(Verdict v) { return v == Verdict::flaky || v == Verdict::failing || v == Verdict::portability_gap; }
 
@@ -242,12 +244,127 @@ std::string machine_notes(Verdict verdict, const std::vector<Attempt>& attempts,
     return notes;
 }
 
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+    return out;
+}
+
+// "fails after a (polluter, dirtied 'db')": the partner an order dependence hangs on.
+void add_partner(LedgerRow& row, const Culprit& culprit) {
+    const auto& f = culprit.found;
+    if (f.partners.empty()) {
+        if (!f.note.empty()) row.reason += "; no partner named: " + f.note;
+        return;
+    }
+    row.partners = f.partners;
+    row.partner = joined(f.partners, " + ");
+    row.partner_role = f.partner_role;
+    row.cleaners = f.cleaners;
+    std::string head = (f.role == Role::brittle ? "fails unless it runs after " : "fails after ") + *row.partner + " (" +
+                       f.partner_role + (f.partners.size() > 1 ? "s" : "");
+    for (const auto& [partner, groups] : culprit.dirtied)
+        head += ", " + (f.partners.size() > 1 ? partner + " " : std::string()) + "dirtied '" + joined(groups, "', '") + "'";
+    head += ")";
+    if (!f.cleaners.empty()) head += "; cleaned by " + joined(f.cleaners, ", ");
+    if (f.budget_exhausted) head += "; best candidate, the search ran out of budget";
+    row.reason = head + "; " + row.reason;
+}
+
+const Attempt* first_with(const std::vector<Attempt>& attempts, std::string_view cls, Column column = Column::local) {
+    for (const auto& a : attempts)
+        if (a.column == column && (outcome_class(a.outcome) == cls || a.outcome == cls)) return &a;
+    return nullptr;
+}
+
+const LoadedRun* run_named(const GateInput& input, const std::string& id) {
+    for (const auto& run : input.runs)
+        if (run.plan.id == id) return &run;
+    return nullptr;
+}
+
+// The seed's order up to the test, as the run `a` ran it (alone runs: just the test).
+ReplayRequest order_through(const Attempt& a, const std::string& test, const GateInput& input) {
+    ReplayRequest request;
+    const auto* run = run_named(input, a.run);
+    if (run == nullptr || a.order == "alone") {
+        request.tests = {test};
+        return request;
+    }
+    request.seed = run->plan.seed;
+    request.through = test;
+    return request;
+}
+
+// Variables whose value differs on the column that failed, where the manifest records them.
+std::vector<std::string> differing_environment(const std::vector<Attempt>& attempts, const GateInput& input) {
+    for (const auto& a : attempts) {
+        if (a.column == Column::local || outcome_class(a.outcome) != "fail") continue;
+        if (const auto* run = run_named(input, a.run); run && a.column == Column::perturbed) return run->plan.environment;
+        std::vector<std::string> env;
+        auto drift = input.drift.find(column_name(a));
+        if (drift == input.drift.end()) return env;
+        for (const auto& entry : drift->second) {
+            if (entry.key.rfind("env.", 0) != 0 || !entry.other) continue;
+            auto value = parse_json(*entry.other, "manifest");
+            if (value.IsString()) env.push_back(entry.key.substr(4) + "=" + value.GetString());
+        }
+        return env;
+    }
+    return {};
+}
+
+// What reproduces the row's failure, as one `evgate replay` request; nullopt where nothing local can.
+std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& test, const std::vector<Attempt>& attempts,
+                                          const GateInput& input) {
+    ReplayRequest request;
+    switch (verdict) {
+        case Verdict::order_dependent: {
+            auto c = input.culprits.find(test);
+            if (c != input.culprits.end() && !c->second.found.reproduce_order.empty()) {
+                request.tests = c->second.found.reproduce_order;
+                request.seed = c->second.seed;
+                return request;
+            }
+            const auto* failed = first_with(attempts, "fail");
+            return failed ? std::optional(order_through(*failed, test, input)) : std::nullopt;
+        }
+        case Verdict::flaky: {
+            const auto* failed = first_with(attempts, "fail");
+            if (failed == nullptr) return std::nullopt;
+            request = order_through(*failed, test, input);
+            request.repeat = 5;  // one failure in a few runs showed it; five give it room to show again
+            return request;
+        }
+        case Verdict::interrupted: {
+            const auto* died = first_with(attempts, "interrupted");
+            return died ? std::optional(order_through(*died, test, input)) : std::nullopt;
+        }
+        case Verdict::portability_gap:
+            request.tests = {test};
+            request.environment = differing_environment(attempts, input);
+            return request;
+        case Verdict::polluter:
+        case Verdict::failing:
+        case Verdict::runner_only_pass:
+            request.tests = {test};
+            return request;
+        default:
+            return std::nullopt;
+    }
+}
+
 LedgerRow test_row(const ReceiptTest& test, const std::vector<Attempt>& attempts, const GateInput& input) {
     const auto c = classify(attempts);
     LedgerRow row;
     row.test = test.id;
     row.verdict = std::string(to_string(c.verdict));
     row.reason = c.reason + machine_notes(c.verdict, attempts, input);
+    if (c.verdict == Verdict::order_dependent)
+        if (auto culprit = input.culprits.find(test.id); culprit != input.culprits.end()) add_partner(row, culprit->second);
+    if (!input.evgate.empty())
+        if (auto request = reproduction(c.verdict, test.id, attempts, input))
+            row.reproduce = replay_command(input.evgate, input.suite_file, *request);
     row.dirty = c.dirty;
     for (auto v : c.also) row.also.emplace_back(to_string(v));
     for (const auto& a : attempts) row.outcomes.emplace_back(a.run, a.outcome);
@@ -289,7 +406,7 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }
-    auto attempts = gather_attempts(input);
+    auto attempts = gather_attempts(input.runs);
     for (const auto& test : input.receipt.tests) rows.push_back(test_row(test, attempts[test.id], input));
     return rows;
 }
@@ -316,6 +433,11 @@ std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
         write_strings(w, "dirty", row.dirty);
         if (row.until) w.Key("until"), w.String(*row.until);
         if (row.owner) w.Key("owner"), w.String(*row.owner);
+        if (row.partners.size() == 1) w.Key("partner"), w.String(row.partners.front());
+        if (row.partners.size() > 1) write_strings(w, "partner", row.partners);
+        if (row.partner_role) w.Key("partner_role"), w.String(*row.partner_role);
+        write_strings(w, "cleaners", row.cleaners);
+        if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
         w.EndObject();
         out += json.text();
         out += '\n';

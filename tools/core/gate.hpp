@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <iosfwd>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "baseline.hpp"
+#include "culprits.hpp"
 #include "date.hpp"
 #include "manifest_diff.hpp"
 #include "quarantine.hpp"
@@ -34,6 +36,9 @@ struct GateInput {
     std::map<std::string, std::vector<DriftEntry>> drift;         // column -> manifest drift from local
     std::vector<std::pair<std::string, std::string>> left_out;    // runner bundle -> why it is not a column
     std::map<std::string, std::vector<std::string>> unmapped;     // runner -> JUnit cases matching no test
+    std::map<std::string, Culprit> culprits;  // localisation of order-dependent tests
+    std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
+    std::filesystem::path suite_file;
     Date today;
 };
 
@@ -49,10 +54,15 @@ struct LedgerRow {
     std::vector<std::string> dirty;
     std::optional<std::string> until;
     std::optional<std::string> owner;
-    std::optional<std::string> partner;       // the test an order dependence hangs on
+    std::optional<std::string> partner;       // the test an order dependence hangs on ("a + b" for a set)
+    std::vector<std::string> partners;        // the minimal set it hangs on (ledger: a list when more than one)
+    std::vector<std::string> cleaners;        // tests that, run between polluter and victim, make it pass
     std::optional<std::string> partner_role;  // polluter or state-setter
     std::optional<std::string> reproduce;     // one shell command, runnable from any directory
 };
+
+// Every attempt of every test, one pass over the runs, in run order.
+std::unordered_map<std::string, std::vector<Attempt>> gather_attempts(const std::vector<LoadedRun>& runs);
 
 std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.

@@ -63,7 +63,7 @@ Perturbation choose_perturbation(const SuiteConfig& suite) {
     cpu_set_t mine;
     if (::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) > 1) {
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-            if (CPU_ISSET(cpu, &mine)) {
+            if (CPU_ISSET(static_cast<std::size_t>(cpu), &mine)) {
                 p.cpus = {cpu};
                 p.changes.push_back("one CPU (" + std::to_string(cpu) + ")");
                 break;

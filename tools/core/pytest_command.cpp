@@ -21,10 +21,9 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
 
     std::string python_path = suite.plugin_dir.string();
     if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') python_path += ":" + std::string(old);
-    std::vector<std::string> overrides = {
-        "PYTHONPATH=" + python_path,
-        "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / "pycache").string(),
-    };
+    // No bytecode written at all: nothing lands beside the tests, and the interpreter keeps
+    // using its installed .pyc files (a PYTHONPYCACHEPREFIX would make it recompile them).
+    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=1"};
     overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
     spec.environment = environment_with(overrides);
     return spec;

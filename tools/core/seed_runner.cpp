@@ -61,6 +61,10 @@ fs::path records_file(const SuiteConfig& suite, const std::string& run_id) { ret
 fs::path plan_file(const SuiteConfig& suite, const std::string& run_id) { return suite.runs_dir() / (run_id + ".plan.json"); }
 fs::path log_file(const SuiteConfig& suite, const std::string& run_id) { return suite.evidence_dir / "logs" / (run_id + ".log"); }
 
+fs::path records_file(const SuiteConfig& suite, const RunPlan& plan) {
+    return plan.runs_dir.empty() ? records_file(suite, plan.id) : plan.runs_dir / (plan.id + ".jsonl");
+}
+
 void write_plan(const fs::path& file, const RunPlan& plan) {
     JsonWriter json;
     auto& w = json.begin();
@@ -127,14 +131,15 @@ std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& re
 }
 
 RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
-    const auto records = records_file(suite, plan.id);
-    const auto order = suite.runs_dir() / (plan.id + ".order.jsonl");
+    const auto dir = plan.runs_dir.empty() ? suite.runs_dir() : plan.runs_dir;
+    const auto records = records_file(suite, plan);
+    const auto order = dir / (plan.id + ".order.jsonl");
     const auto log = log_file(suite, plan.id);
-    fs::create_directories(suite.runs_dir());
+    fs::create_directories(dir);
     fs::create_directories(log.parent_path());
     fs::remove(records);
     fs::remove(log);
-    write_plan(plan_file(suite, plan.id), plan);
+    write_plan(dir / (plan.id + ".plan.json"), plan);
 
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;

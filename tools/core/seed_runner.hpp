@@ -24,6 +24,7 @@ struct RunPlan {
     Column column = Column::local;
     std::vector<std::string> environment;  // VAR=value on top of the suite's (the perturbed run's)
     std::vector<int> cpus;                 // CPUs it may use; empty: all
+    std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
 };
 
 struct RunSummary {
@@ -37,6 +38,7 @@ struct RunSummary {
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);
 std::filesystem::path plan_file(const SuiteConfig& suite, const std::string& run_id);
 std::filesystem::path log_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path records_file(const SuiteConfig& suite, const RunPlan& plan);
 
 void write_plan(const std::filesystem::path& file, const RunPlan& plan);
 RunPlan read_plan(const std::filesystem::path& file);

@@ -45,6 +45,7 @@ SuiteConfig load_suite_config(const std::filesystem::path& file) {
     config.reruns = positive_int(doc, "reruns", config.reruns, source);
     config.timeout_seconds = positive_int(doc, "timeout", config.timeout_seconds, source);
     config.baseline_tolerance = positive_int(doc, "baseline_tolerance", 0, source);
+    config.localise_runs = positive_int(doc, "localise", config.localise_runs, source);
     if (const auto* perturb = member(doc, "perturb"); perturb != nullptr) {
         if (!perturb->IsBool()) throw InputError(source, 0, "'perturb' is not true or false");
         config.perturb = perturb->GetBool();
