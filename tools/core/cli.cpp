@@ -29,6 +29,7 @@
 #include "rerun_planner.hpp"
 #include "runner_bundles.hpp"
 #include "seed_runner.hpp"
+#include "shards.hpp"
 #include "shuffle.hpp"
 #include "suite_config.hpp"
 
@@ -168,6 +169,22 @@ int cmd_receipt(const Args& args) {
     return 1;
 }
 
+// A seed step in a sharded matrix: 77 (skipped) for another shard's run, 0 once a merge job
+// imported it from the shard that ran it; nullopt when this job runs it itself.
+std::optional<int> shard_step(const SuiteConfig& suite, const Receipt& receipt, const RunPlan& plan) {
+    if (!merged_shards().empty()) {
+        const bool imported = import_run(suite, receipt, plan.id);
+        std::cout << "evgate: " << suite.name << ": " << plan.id
+                  << (imported ? ": taken from its shard" : ": no shard holds it (the gate blocks on it)") << '\n';
+        return 0;
+    }
+    if (auto shard = this_shard(); shard && !runs_here(*shard, plan.id, plan.seed)) {
+        std::cout << "evgate: " << suite.name << ": " << plan.id << " belongs to another shard than " << shard->text() << '\n';
+        return 77;
+    }
+    return std::nullopt;
+}
+
 void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
     const auto records = read_run_records(records_file(suite, plan.id));
     int failed = 0;
@@ -191,6 +208,7 @@ int cmd_run(const Args& args) {
     plan.seed = (*vm)["seed"].as<std::uint64_t>();
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
     const auto summary = run_plan(suite, receipt, store, plan);
     report_run(plan, summary, suite);
     if (!summary.harness_ok) {  // a failing test is data; a suite that never started is not
@@ -206,15 +224,16 @@ int cmd_perturbed(const Args& args) {
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
     const auto receipt = load_receipt(suite.receipt_file());
+    RunPlan plan;
+    plan.id = plan.order = "perturbed";
+    plan.column = Column::perturbed;
+    plan.tests = shuffled_order(receipt.collected(), 0);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
     FixtureStore store(suite);
     store.restore_if_pending();
     fs::remove_all(suite.evidence_dir / "perturbed");
     const auto perturbation = choose_perturbation(suite);
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
-    RunPlan plan;
-    plan.id = plan.order = "perturbed";
-    plan.column = Column::perturbed;
-    plan.tests = shuffled_order(receipt.collected(), 0);
     plan.environment = perturbation.environment;
     plan.cpus = perturbation.cpus;
     std::cout << "evgate: " << suite.name << ": perturbed: ";
@@ -317,8 +336,13 @@ void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
 std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
     GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
     input.runs = load_runs(suite, input.receipt.id);
-    for (int k = 0; k <= suite.seeds; ++k) input.expected_runs.push_back("seed." + std::to_string(k));
-    if (suite.perturb) input.expected_runs.push_back("perturbed");
+    const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
+    for (int k = 0; k <= suite.seeds; ++k) {
+        const std::string id = "seed." + std::to_string(k);
+        if (!shard || runs_here(*shard, id, static_cast<std::uint64_t>(k))) input.expected_runs.push_back(id);
+    }
+    if (suite.perturb && (!shard || runs_here(*shard, "perturbed", 0))) input.expected_runs.push_back("perturbed");
+    input.shard_problems = shard_problems(suite, input.receipt);
     if (vm.count("today")) {
         const auto text = vm["today"].as<std::string>();
         auto date = parse_date(text);

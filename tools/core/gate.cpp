@@ -387,6 +387,8 @@ std::vector<LedgerRow> runner_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
     for (const auto& [path, why] : input.left_out)
         rows.push_back(suite_row("runner:" + path, "missing", "runner bundle left out: " + why));
+    for (const auto& [shard, why] : input.shard_problems)
+        rows.push_back(suite_row("shard:" + shard, "missing", why));
     for (const auto& runner : input.runners) {
         auto unmapped = input.unmapped.find(runner);
         if (unmapped != input.unmapped.end())

@@ -1,6 +1,7 @@
 #include "receipt.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include <sys/utsname.h>
@@ -35,6 +36,9 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     receipt.expected_configfile = optional_string(doc, "expected_configfile", source);
     receipt.stray_configs = string_array(doc, "stray_configs", source);
     receipt.thinning = string_array(doc, "thinning", source);
+    if (const auto* git = member(doc, "git"); git && git->IsObject()) receipt.git_head = optional_string(*git, "head", source).value_or("");
+    receipt.shard = optional_string(doc, "shard", source).value_or("");
+    receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
         for (const auto& e : errors->GetArray())
             receipt.errors.push_back(optional_string(e, "nodeid", source).value_or("") + ": " +
@@ -88,6 +92,8 @@ void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs:
         git.AddMember("dirty", string_list(state->dirty, alloc), alloc);
     }
     doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
+    if (const char* shard = std::getenv("EVIDENCE_GATE_SHARD"); shard && *shard)
+        doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
     const auto* tests = member(doc, "tests");
     doc.AddMember("collected", rapidjson::Value(static_cast<uint64_t>(tests && tests->IsArray() ? tests->Size() : 0)), alloc);
 }

@@ -36,6 +36,9 @@ struct Receipt {
     std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
     std::vector<std::string> stray_configs;          // below ROOT, relative to it
     std::vector<std::string> thinning;               // addopts that thin the run
+    std::string git_head;                            // "" outside a git work tree
+    std::string shard;                               // "k/n" for a shard's receipt, else ""
+    std::string suite;
 
     std::vector<CollectedTest> collected() const;
 };

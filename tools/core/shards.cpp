@@ -1,0 +1,122 @@
+#include "shards.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <regex>
+
+#include "error.hpp"
+#include "json_io.hpp"
+#include "run_records.hpp"
+#include "seed_runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+fs::path runs_of(const fs::path& shard) { return shard / "runs"; }
+
+std::vector<std::string> ids(const Receipt& receipt) {
+    std::vector<std::string> out;
+    for (const auto& t : receipt.tests) out.push_back(t.id);
+    return out;
+}
+
+// The records, with the harness's `finished` record bound to this job's receipt instead of
+// the shard's (the shard's receipt was checked against this one by shard_problems()).
+std::string rebind(const fs::path& records, const std::string& receipt_id) {
+    std::string text = read_file(records);
+    const std::regex finished(R"re("event":"finished"(.*)"receipt":"[0-9a-f]*")re");
+    return std::regex_replace(text, finished, "\"event\":\"finished\"$1\"receipt\":\"" + receipt_id + "\"");
+}
+
+}  // namespace
+
+ShardSpec parse_shard_spec(const std::string& text, const std::string& variable) {
+    static const std::regex form(R"(([0-9]{1,6})/([0-9]{1,6}))");
+    std::smatch m;
+    if (std::regex_match(text, m, form)) {
+        ShardSpec spec{std::stoi(m[1]), std::stoi(m[2])};
+        if (spec.index >= 1 && spec.index <= spec.count) return spec;
+    }
+    throw Error(variable + " must be k/n with 1 <= k <= n, not " + quote(text));
+}
+
+std::optional<ShardSpec> this_shard() {
+    const char* value = std::getenv("EVIDENCE_GATE_SHARD");
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return parse_shard_spec(value, "EVIDENCE_GATE_SHARD");
+}
+
+std::vector<fs::path> merged_shards() {
+    std::vector<fs::path> dirs;
+    const char* value = std::getenv("EVIDENCE_GATE_SHARDS");
+    if (value == nullptr) return dirs;
+    const std::string list = value;
+    for (std::size_t start = 0; start <= list.size();) {
+        const auto end = std::min(list.find(';', start), list.size());
+        if (end > start) dirs.emplace_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    return dirs;
+}
+
+bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed) {
+    if (run_id == "perturbed") return shard.index == 1;
+    return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
+}
+
+bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    for (const auto& shard : merged_shards()) {
+        const auto plan = runs_of(shard) / (run_id + ".plan.json");
+        const auto records = runs_of(shard) / (run_id + ".jsonl");
+        if (!fs::exists(plan) || !fs::exists(records)) continue;
+        fs::create_directories(suite.runs_dir());
+        fs::copy_file(plan, plan_file(suite, run_id), fs::copy_options::overwrite_existing);
+        write_file_atomic(records_file(suite, run_id), rebind(records, receipt.id));
+        for (const char* manifest : {"manifest.perturbed.json"})
+            if (run_id == "perturbed" && fs::exists(shard / manifest))
+                fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);
+        return true;
+    }
+    return false;
+}
+
+std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfig& suite, const Receipt& receipt) {
+    std::vector<std::pair<std::string, std::string>> problems;
+    std::map<std::string, fs::path> seen;  // shard spec -> directory
+    std::optional<int> count;
+    for (const auto& dir : merged_shards()) {
+        const std::string name = dir.string();
+        Receipt theirs;
+        try {
+            theirs = load_receipt(dir / "receipt.json");
+        } catch (const Error& e) {
+            problems.emplace_back(name, std::string("not a shard evidence directory: ") + e.what());
+            continue;
+        }
+        if (theirs.shard.empty()) {
+            problems.emplace_back(name, "its receipt names no shard (EVIDENCE_GATE_SHARD was not set there)");
+            continue;
+        }
+        const auto spec = parse_shard_spec(theirs.shard, name + "/receipt.json 'shard'");
+        if (count && *count != spec.count) problems.emplace_back(name, "shard " + spec.text() + " of another split");
+        count = spec.count;
+        if (auto [it, fresh] = seen.emplace(spec.text(), dir); !fresh)
+            problems.emplace_back(name, "shard " + spec.text() + " is also " + it->second.string());
+        if (theirs.suite != suite.name) problems.emplace_back(name, "a shard of suite " + quote(theirs.suite) + ", not " + quote(suite.name));
+        if (theirs.git_head != receipt.git_head)
+            problems.emplace_back(name, "a shard of commit " + quote(theirs.git_head) + ", this job is at " + quote(receipt.git_head));
+        if (ids(theirs) != ids(receipt)) problems.emplace_back(name, "the shard collected other tests than this job");
+        if (!same_config(theirs.configfile ? std::optional(fs::path(*theirs.configfile).filename().string()) : std::nullopt,
+                         receipt.configfile ? std::optional(fs::path(*receipt.configfile).filename().string()) : std::nullopt))
+            problems.emplace_back(name, "the shard read another config file");
+    }
+    for (int k = 1; count && k <= *count; ++k) {
+        const auto spec = std::to_string(k) + "/" + std::to_string(*count);
+        if (!seen.count(spec)) problems.emplace_back("shard " + spec, "no directory in EVIDENCE_GATE_SHARDS holds it");
+    }
+    return problems;
+}
+
+}  // namespace evgate
