@@ -195,6 +195,16 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
               << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
 }
 
+// Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
+// is data, a suite that never started is not).
+int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+    const auto summary = run_plan(suite, receipt, store, plan);
+    report_run(plan, summary, suite);
+    if (summary.harness_ok) return 0;
+    std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
+    return 1;
+}
+
 int cmd_run(const Args& args) {
     auto options = suite_options("run: run the suite in one seed's order (seed 0: collection order)");
     options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
@@ -209,13 +219,7 @@ int cmd_run(const Args& args) {
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = shuffled_order(receipt.collected(), plan.seed);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
-    const auto summary = run_plan(suite, receipt, store, plan);
-    report_run(plan, summary, suite);
-    if (!summary.harness_ok) {  // a failing test is data; a suite that never started is not
-        std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
-        return 1;
-    }
-    return 0;
+    return run_and_report(suite, receipt, store, plan);
 }
 
 int cmd_perturbed(const Args& args) {
@@ -239,13 +243,7 @@ int cmd_perturbed(const Args& args) {
     std::cout << "evgate: " << suite.name << ": perturbed: ";
     for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
     std::cout << '\n';
-    const auto summary = run_plan(suite, receipt, store, plan);
-    report_run(plan, summary, suite);
-    if (!summary.harness_ok) {
-        std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
-        return 1;
-    }
-    return 0;
+    return run_and_report(suite, receipt, store, plan);
 }
 
 int cmd_localise(const Args& args) {
@@ -310,14 +308,10 @@ int cmd_rerun(const Args& args) {
     const auto plans = plan_reruns(seeds, limits);
     FixtureStore store(suite);
     store.restore_if_pending();
-    bool harness_ok = true;
-    for (const auto& plan : plans) {
-        const auto summary = run_plan(suite, receipt, store, plan);
-        report_run(plan, summary, suite);
-        harness_ok = harness_ok && summary.harness_ok;
-    }
+    int status = 0;
+    for (const auto& plan : plans) status |= run_and_report(suite, receipt, store, plan);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
-    return harness_ok ? 0 : 1;
+    return status;
 }
 
 // Runner bundles as columns, and the manifest drift of every column that is another environment.
