@@ -1,0 +1,30 @@
+#include "commands.hpp"
+
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace evgate {
+
+std::optional<po::variables_map> parse(const char* name, const Args& args, po::options_description& options) {
+    options.add_options()("help,h", "show this help");
+    po::variables_map vm;
+    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(options).style(style).run(), vm);
+    if (vm.count("help")) {
+        std::cout << "usage: evgate " << name << " [options]\n" << options;
+        return std::nullopt;
+    }
+    po::notify(vm);
+    return vm;
+}
+
+po::options_description suite_options(const char* caption) {
+    po::options_description options(caption);
+    options.add_options()("suite", po::value<std::string>()->required(), "suite.json written by evidence_gate_add_suite()");
+    return options;
+}
+
+SuiteConfig suite_of(const po::variables_map& vm) { return load_suite_config(vm["suite"].as<std::string>()); }
+
+}  // namespace evgate

@@ -1,0 +1,217 @@
+// Commands that run pytest: fixtures, manifest, receipt, run, perturbed, rerun, localise, replay.
+#include "commands.hpp"
+
+#include <iostream>
+
+#include "culprits.hpp"
+#include "env_manifest.hpp"
+#include "error.hpp"
+#include "fixture_store.hpp"
+#include "perturbation.hpp"
+#include "receipt.hpp"
+#include "replay.hpp"
+#include "rerun_planner.hpp"
+#include "seed_runner.hpp"
+#include "shards.hpp"
+#include "shuffle.hpp"
+
+namespace fs = std::filesystem;
+
+namespace po = boost::program_options;
+
+namespace evgate {
+namespace {
+
+}  // namespace
+
+int cmd_fixtures(const Args& args) {
+    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups as pristine");
+    auto vm = parse("fixtures", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    FixtureStore store(suite);
+    if (store.restore_if_pending()) std::cout << "evgate: restored fixture groups left dirty by an interrupted run\n";
+    store.snapshot();
+    std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
+    return 0;
+}
+
+int cmd_manifest(const Args& args) {
+    auto options = suite_options("manifest: record the environment the tests run in");
+    auto vm = parse("manifest", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    write_env_manifest(suite, suite.manifest_file());
+    std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
+    return 0;
+}
+
+int cmd_receipt(const Args& args) {
+    auto options = suite_options("receipt: collect the suite and record what pytest really used");
+    auto vm = parse("receipt", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    validate_inputs(suite);  // fail before any run, not at the gate
+    fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
+    const auto receipt = take_receipt(suite);
+    std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
+              << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
+              << receipt.tests.size() << " tests collected\n";
+    for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    const auto problems = receipt_problems(suite, receipt);
+    if (problems.empty()) return 0;
+    // No run can be trusted: the ledger says why now, since the gate will not run.
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
+    std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
+    for (const auto& p : problems) std::cerr << "  " << p << '\n';
+    std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
+    return 1;
+}
+
+// A seed step in a sharded matrix: 77 (skipped) for another shard's run, 0 once a merge job
+// imported it from the shard that ran it; nullopt when this job runs it itself.
+std::optional<int> shard_step(const SuiteConfig& suite, const Receipt& receipt, const RunPlan& plan) {
+    if (!merged_shards().empty()) {
+        const bool imported = import_run(suite, receipt, plan.id);
+        std::cout << "evgate: " << suite.name << ": " << plan.id
+                  << (imported ? ": taken from its shard" : ": no shard holds it (the gate blocks on it)") << '\n';
+        return 0;
+    }
+    if (auto shard = this_shard(); shard && !runs_here(*shard, plan.id, plan.seed)) {
+        std::cout << "evgate: " << suite.name << ": " << plan.id << " belongs to another shard than " << shard->text() << '\n';
+        return 77;
+    }
+    return std::nullopt;
+}
+
+void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
+    const auto records = read_run_records(records_file(suite, plan.id));
+    int failed = 0;
+    for (const auto& [test, result] : records.results) failed += outcome_class(result.outcome) == "fail";
+    std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << records.results.size() << " of "
+              << plan.tests.size() << " tests ran, " << failed << " failed, " << summary.interrupted.size()
+              << " interrupted, " << summary.processes << " pytest process(es)"
+              << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
+}
+
+// Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
+// is data, a suite that never started is not).
+int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+    const auto summary = run_plan(suite, receipt, store, plan);
+    report_run(plan, summary, suite);
+    if (summary.harness_ok) return 0;
+    std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
+    return 1;
+}
+
+int cmd_run(const Args& args) {
+    auto options = suite_options("run: run the suite in one seed's order (seed 0: collection order)");
+    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
+    auto vm = parse("run", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    RunPlan plan;
+    plan.seed = (*vm)["seed"].as<std::uint64_t>();
+    plan.id = plan.order = "seed." + std::to_string(plan.seed);
+    plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
+    return run_and_report(suite, receipt, store, plan);
+}
+
+int cmd_perturbed(const Args& args) {
+    auto options = suite_options("perturbed: run the collection order once more in a deliberately different environment");
+    auto vm = parse("perturbed", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    RunPlan plan;
+    plan.id = plan.order = "perturbed";
+    plan.column = Column::perturbed;
+    plan.tests = shuffled_order(receipt.collected(), 0);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    fs::remove_all(suite.evidence_dir / "perturbed");
+    const auto perturbation = choose_perturbation(suite);
+    write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
+    plan.environment = perturbation.environment;
+    plan.cpus = perturbation.cpus;
+    std::cout << "evgate: " << suite.name << ": perturbed: ";
+    for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
+    std::cout << '\n';
+    return run_and_report(suite, receipt, store, plan);
+}
+
+int cmd_localise(const Args& args) {
+    auto options = suite_options("localise: name the partner of every order-dependent test, within a budget of pytest runs");
+    auto vm = parse("localise", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    const auto culprits = localise_suite(suite, receipt, store, suite.localise_runs);
+    int runs = 0;
+    for (const auto& c : culprits) {
+        const auto& f = c.found;
+        runs += f.runs_used;
+        std::cout << "evgate: " << suite.name << ": " << f.test << ": " << to_string(f.role);
+        if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
+        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << '\n';
+    }
+    std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
+    return 0;
+}
+
+int cmd_replay(const Args& args) {
+    auto options = suite_options("replay: run an exact order (or a seed's order up to a test) and say whether the failure reproduced");
+    options.add_options()("test", po::value<std::vector<std::string>>(), "a test, in order (repeatable)")(
+        "seed", po::value<std::uint64_t>(), "the seed: its order with --through, and `random`'s reseeding")(
+        "through", po::value<std::string>(), "run the seed's order up to and including this test")(
+        "repeat", po::value<int>()->default_value(1), "runs at most, until it reproduces")(
+        "env", po::value<std::vector<std::string>>(), "VAR=value for the runs (repeatable)");
+    auto vm = parse("replay", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    ReplayRequest request;
+    if (vm->count("test")) request.tests = (*vm)["test"].as<std::vector<std::string>>();
+    if (vm->count("seed")) request.seed = (*vm)["seed"].as<std::uint64_t>();
+    if (vm->count("through")) request.through = (*vm)["through"].as<std::string>();
+    if (vm->count("env")) request.environment = (*vm)["env"].as<std::vector<std::string>>();
+    request.repeat = (*vm)["repeat"].as<int>();
+    return replay(suite, request, std::cout);
+}
+
+int cmd_rerun(const Args& args) {
+    auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
+    options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
+    auto vm = parse("rerun", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    std::vector<LoadedRun> seeds;
+    for (auto& run : load_runs(suite, receipt.id)) {
+        const bool is_seed = run.plan.column == Column::local && run.plan.id == run.plan.order && run.plan.order != "alone";
+        if (is_seed) {
+            seeds.push_back(std::move(run));
+        } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
+            fs::remove(records_file(suite, run.plan.id));
+            fs::remove(plan_file(suite, run.plan.id));
+        }
+    }
+    RerunLimits limits;
+    limits.reruns = vm->count("reruns") ? (*vm)["reruns"].as<int>() : suite.reruns;
+    const auto plans = plan_reruns(seeds, limits);
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    int status = 0;
+    for (const auto& plan : plans) status |= run_and_report(suite, receipt, store, plan);
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    return status;
+}
+
+}  // namespace evgate
