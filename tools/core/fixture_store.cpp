@@ -7,6 +7,7 @@
 #include <set>
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.hpp"
@@ -99,6 +100,92 @@ void put_back(const fs::path& root, const fs::path& pristine, const FixtureFile&
     }
 }
 
+// lstat metadata of a fixture file: when it is what a restore recorded (and was not
+// "racy" then, git's rule against coarse timestamps), the content is what it was.
+struct Stamp {
+    std::uintmax_t size = 0, inode = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    unsigned mode = 0;
+    bool operator==(const Stamp& o) const {
+        return size == o.size && inode == o.inode && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns && mode == o.mode;
+    }
+};
+
+constexpr std::int64_t kRacyNs = 50'000'000;
+
+std::int64_t now_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::optional<Stamp> stamp_of(const fs::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+    Stamp s;
+    s.size = static_cast<std::uintmax_t>(st.st_size);
+    s.inode = st.st_ino;
+    s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    s.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    s.mode = st.st_mode;
+    return s;
+}
+
+struct Stamps {
+    std::int64_t taken_ns = 0;
+    std::map<std::string, Stamp> files;
+
+    bool unchanged(const std::string& path, const Stamp& now) const {
+        auto it = files.find(path);
+        if (it == files.end() || !(it->second == now)) return false;
+        return it->second.ctime_ns < taken_ns - kRacyNs && it->second.mtime_ns < taken_ns - kRacyNs;
+    }
+};
+
+Stamps load_stamps(const fs::path& file) {
+    Stamps stamps;
+    if (!fs::exists(file)) return stamps;
+    const auto doc = read_json_file(file);
+    const auto* taken = member(doc, "taken_ns");
+    const auto* files = member(doc, "files");
+    if (taken == nullptr || !taken->IsInt64() || files == nullptr || !files->IsObject()) return stamps;  // rebuilt below
+    stamps.taken_ns = taken->GetInt64();
+    for (const auto& m : files->GetObject()) {
+        const auto& v = m.value;
+        if (!v.IsArray() || v.Size() != 5) continue;
+        Stamp s;
+        s.size = v[0].GetUint64();
+        s.inode = v[1].GetUint64();
+        s.mtime_ns = v[2].GetInt64();
+        s.ctime_ns = v[3].GetInt64();
+        s.mode = v[4].GetUint();
+        stamps.files[m.name.GetString()] = s;
+    }
+    return stamps;
+}
+
+// Records the metadata of every pristine file as it is now, after a snapshot or a restore.
+void save_stamps(const fs::path& file, const fs::path& root, const std::vector<GroupSnapshot>& groups) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("taken_ns"), w.Int64(now_ns());
+    w.Key("files"), w.StartObject();
+    for (const auto& g : groups) {
+        for (const auto& f : g.files) {
+            const auto s = stamp_of(root / f.path);
+            if (!s) continue;
+            w.Key(f.path.c_str(), static_cast<rapidjson::SizeType>(f.path.size()));
+            w.StartArray();
+            w.Uint64(s->size), w.Uint64(s->inode), w.Int64(s->mtime_ns), w.Int64(s->ctime_ns), w.Uint(s->mode);
+            w.EndArray();
+        }
+    }
+    w.EndObject();
+    w.EndObject();
+    write_file_atomic(file, std::string(json.text()) + "\n");
+}
+
 }  // namespace
 
 FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(suite.fixtures_dir()) {
@@ -126,6 +213,7 @@ void FixtureStore::snapshot() {
         }
     }
     write_file_atomic(lease_file(), lease_json(root_, snapshots));
+    save_stamps(stamps_file(), root_, snapshots);
 }
 
 void FixtureStore::begin_run(const std::string& run_id) {
@@ -135,10 +223,14 @@ void FixtureStore::begin_run(const std::string& run_id) {
 std::vector<std::string> FixtureStore::restore() {
     std::vector<std::string> changed;
     if (!fs::exists(lease_file())) return changed;  // never snapshotted: nothing can be dirty
-    for (const auto& group : load_pristine()) {
+    const auto stamps = load_stamps(stamps_file());
+    const auto groups = load_pristine();
+    for (const auto& group : groups) {
         std::set<std::string> pristine;
         for (const auto& f : group.files) {
             pristine.insert(f.path);
+            // Content is read only where metadata says it may have changed.
+            if (auto stamp = stamp_of(root_ / f.path); stamp && stamps.unchanged(f.path, *stamp)) continue;
             auto now = file_state(root_ / f.path);
             if (now && now->identity == f.state.identity && now->mode == f.state.mode) continue;
             put_back(root_, pristine_path(f.path), f);
@@ -150,6 +242,7 @@ std::vector<std::string> FixtureStore::restore() {
             changed.push_back("removed " + path);
         }
     }
+    save_stamps(stamps_file(), root_, groups);
     fs::remove(pending_marker());
     return changed;
 }

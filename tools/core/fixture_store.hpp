@@ -46,6 +46,7 @@ private:
     std::vector<GroupSnapshot> load_pristine() const;
     std::filesystem::path pristine_path(const std::string& relative) const { return dir_ / "pristine" / relative; }
     std::filesystem::path pending_marker() const { return dir_ / "restore.pending"; }
+    std::filesystem::path stamps_file() const { return dir_ / "stamps.json"; }
 
     std::filesystem::path root_;
     std::filesystem::path dir_;

@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <utime.h>
+
+#include "error.hpp"
+#include "fixture_store.hpp"
+
+namespace fs = std::filesystem;
+using namespace evgate;
+
+namespace {
+
+struct Project {
+    fs::path top = fs::temp_directory_path() / ("evgate-store-" + std::to_string(std::random_device{}()));
+    fs::path root = top / "src";
+    SuiteConfig suite;
+
+    explicit Project(const std::string& manifest) {
+        fs::create_directories(root);
+        write("fixtures.manifest", manifest);
+        suite.name = "s";
+        suite.root = root;
+        suite.evidence_dir = top / "build" / "evidence" / "s";
+        suite.fixtures = root / "fixtures.manifest";
+    }
+    ~Project() { fs::remove_all(top); }
+
+    void write(const std::string& relative, const std::string& text) const {
+        fs::create_directories((root / relative).parent_path());
+        std::ofstream(root / relative, std::ios::binary) << text;
+    }
+    std::string read(const std::string& relative) const {
+        std::ifstream in(root / relative, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("restore brings changed, removed, added and chmodded files back to pristine", "[store]") {
+    Project p("db: data/*.json\n");
+    p.write("data/a.json", "{\"a\": 1}\n");
+    p.write("data/b.json", "{\"b\": 2}\n");
+    p.write("other.txt", "not leased\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+
+    store.begin_run("seed.1");
+    p.write("data/a.json", "{\"a\": 9}\n");  // same size, new content
+    fs::remove(p.root / "data/b.json");
+    p.write("data/c.json", "new\n");
+    p.write("other.txt", "changed, but not in a group\n");
+    fs::permissions(p.root / "data/a.json", fs::perms::owner_read);
+
+    const auto changed = store.restore();
+    CHECK(p.read("data/a.json") == "{\"a\": 1}\n");
+    CHECK(p.read("data/b.json") == "{\"b\": 2}\n");
+    CHECK_FALSE(fs::exists(p.root / "data/c.json"));
+    CHECK((fs::status(p.root / "data/a.json").permissions() & fs::perms::owner_write) != fs::perms::none);
+    CHECK(p.read("other.txt") == "changed, but not in a group\n");
+    CHECK(changed.size() == 3);
+}
+
+TEST_CASE("a rewrite that keeps size and mtime is still caught (ctime moves)", "[store]") {
+    Project p("db: data/*.json\n");
+    p.write("data/a.json", "0123456789\n");
+    ::utime((p.root / "data/a.json").c_str(), nullptr);
+    FixtureStore store(p.suite);
+    store.snapshot();
+    store.restore();  // records the stamps the next restore compares with
+    struct stat before {};
+    ::stat((p.root / "data/a.json").c_str(), &before);
+    p.write("data/a.json", "9876543210\n");
+    const utimbuf times{before.st_atime, before.st_mtime};
+    ::utime((p.root / "data/a.json").c_str(), &times);
+    store.restore();
+    CHECK(p.read("data/a.json") == "0123456789\n");
+}
+
+TEST_CASE("a pending restore left by a killed run is completed before anything else", "[store]") {
+    Project p("cfg: config/*.ini\n");
+    p.write("config/x.ini", "pristine\n");
+    {
+        FixtureStore store(p.suite);
+        store.snapshot();
+        store.begin_run("seed.3");
+        p.write("config/x.ini", "polluted by a run that was killed\n");
+    }  // no restore: as after kill -9
+    FixtureStore again(p.suite);
+    CHECK(again.restore_if_pending());
+    CHECK(p.read("config/x.ini") == "pristine\n");
+    CHECK_FALSE(again.restore_if_pending());
+    again.snapshot();  // the pristine copy is still the committed content, not the polluted one
+    CHECK(p.read("config/x.ini") == "pristine\n");
+}
+
+TEST_CASE("restore never writes through a link that replaced a directory", "[store]") {
+    Project p("db: data/sub/*.json\n");
+    p.write("data/sub/a.json", "inside\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    store.begin_run("seed.1");
+    fs::create_directories(p.top / "outside");
+    fs::remove_all(p.root / "data/sub");
+    fs::create_directory_symlink(p.top / "outside", p.root / "data/sub");
+    CHECK_THROWS_AS(store.restore(), Error);
+    CHECK_FALSE(fs::exists(p.top / "outside/a.json"));
+}
+
+TEST_CASE("a symlink in a group is restored as a link, never followed", "[store]") {
+    Project p("links: data/*\n");
+    fs::create_directories(p.top / "outside");
+    std::ofstream(p.top / "outside/secret") << "outside ROOT\n";
+    fs::create_directories(p.root / "data");
+    fs::create_symlink(p.top / "outside/secret", p.root / "data/link");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    store.begin_run("seed.1");
+    fs::remove(p.root / "data/link");
+    p.write("data/link", "a file now\n");
+    store.restore();
+    CHECK(fs::is_symlink(p.root / "data/link"));
+    CHECK(fs::read_symlink(p.root / "data/link") == p.top / "outside/secret");
+    std::ifstream in(p.top / "outside/secret");
+    std::string text;
+    std::getline(in, text);
+    CHECK(text == "outside ROOT");
+}
