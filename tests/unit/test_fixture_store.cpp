@@ -6,7 +6,7 @@
 #include <thread>
 
 #include <sys/stat.h>
-#include <utime.h>
+#include <fcntl.h>
 
 #include "error.hpp"
 #include "fixture_store.hpp"
@@ -80,8 +80,8 @@ TEST_CASE("a rewrite that keeps size and mtime is still caught (ctime moves)", "
     struct stat before {};
     ::stat((p.root / "data/a.json").c_str(), &before);
     p.write("data/a.json", "9876543210\n");
-    const utimbuf times{before.st_atime, before.st_mtime};
-    ::utime((p.root / "data/a.json").c_str(), &times);
+    const timespec times[2] = {before.st_atim, before.st_mtim};  // mtime put back to the nanosecond
+    ::utimensat(AT_FDCWD, (p.root / "data/a.json").c_str(), times, 0);
     store.restore();
     CHECK(p.read("data/a.json") == "0123456789\n");
 }
