@@ -2,6 +2,7 @@
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(Microsoft.GSL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256 of fixture files and receipts
+find_package(Threads REQUIRED)                     # reruns side by side
 
 # Debian's RapidJSON config only sets RAPIDJSON_INCLUDE_DIRS: wrap it in a target.
 find_package(RapidJSON REQUIRED)

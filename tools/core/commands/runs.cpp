@@ -1,7 +1,11 @@
 // Commands that run pytest: fixtures, manifest, receipt, run, perturbed, rerun, localise, replay.
 #include "commands.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "culprits.hpp"
 #include "env_manifest.hpp"
@@ -86,6 +90,8 @@ std::optional<int> shard_step(const SuiteConfig& suite, const Receipt& receipt, 
 }
 
 void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
+    static std::mutex one_line_at_a_time;  // reruns report from several threads
+    const std::lock_guard<std::mutex> lock(one_line_at_a_time);
     const auto records = read_run_records(records_file(suite, plan.id));
     int failed = 0;
     for (const auto& [test, result] : records.results) failed += outcome_class(result.outcome) == "fail";
@@ -208,8 +214,17 @@ int cmd_rerun(const Args& args) {
     const auto plans = plan_reruns(seeds, limits);
     FixtureStore store(suite);
     store.restore_if_pending();
-    int status = 0;
-    for (const auto& plan : plans) status |= run_and_report(suite, receipt, store, plan);
+    // Runs share nothing but fixture groups: without groups they go side by side.
+    const auto workers = store.empty() ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> status{0};
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < workers; ++w) {
+        threads.emplace_back([&] {
+            for (std::size_t i; (i = next++) < plans.size();) status |= run_and_report(suite, receipt, store, plans[i]);
+        });
+    }
+    for (auto& t : threads) t.join();
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
     return status;
 }
