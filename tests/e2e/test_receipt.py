@@ -1,0 +1,110 @@
+"""Workspace receipts and the collection baseline, on seed 002's lab tree (copied to a temp
+dir for each case, so each case can break it its own way)."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import Ledger, cmake_configure, ctest
+
+LAB = Path(__file__).parent / "projects" / "lab-tree"
+IDS = ["tests/test_settings.py::test_env_is_set_by_conftest", "tests/test_settings.py::test_fast_path",
+       "tests/test_settings.py::test_slow_path"]
+
+
+def lab_copy(tmp_path):
+    tree = tmp_path / "lab"
+    shutil.copytree(LAB, tree)
+    return tree
+
+
+def run_lab(tree, build_dir, *definitions):
+    binary = tree.parent / "build"
+    configured = cmake_configure(tree, binary, f"EvidenceGate_DIR={build_dir}", *definitions)
+    assert configured.returncode == 0, configured.describe()
+    return binary, ctest(binary, "-L", "evidence")
+
+
+def rows(binary):
+    return {row["test"]: row for row in Ledger(binary, "lab").rows}
+
+
+def test_rooted_at_the_project_the_receipt_holds_and_warns_about_the_stray_ini(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    binary, result = run_lab(tree, build_dir)
+    assert result.returncode == 0, result.describe()
+    receipt = (binary / "evidence" / "lab" / "receipt.json").read_text()
+    assert '"configfile":"' + str(tree / "pyproject.toml") + '"' in receipt
+    assert str(tree / "tests" / "conftest.py") in receipt
+    assert '"stray_configs":["src/pytest.ini"]' in receipt
+    assert '"digest":"sha256:' in receipt
+    row = rows(binary)["stray-config:src/pytest.ini"]
+    assert row["gate"] == "pass" and row.get("warning") is True, row
+
+
+def test_rooted_at_src_by_mistake_blocks_explaining_the_shrunken_collection(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    binary, result = run_lab(tree, build_dir, "LAB_ROOT=src")
+    assert result.returncode != 0
+    assert "src/pytest.ini" in result.output, result.describe()  # which config won
+    baseline = rows(binary)["baseline"]
+    assert baseline["gate"] == "block" and "expects 3" in baseline["reason"], baseline
+    assert all(test in baseline["reason"] for test in IDS[:2]), baseline
+
+
+def test_addopts_that_deselect_block_against_the_baseline_naming_the_ids(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    pyproject = tree / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'addopts = "-m \'not slow\'"\n')
+    binary, result = run_lab(tree, build_dir)
+    assert result.returncode != 0
+    got = rows(binary)
+    assert got["baseline"]["gate"] == "block" and "tests/test_settings.py::test_slow_path" in got["baseline"]["reason"]
+    assert got["thinning"]["warning"] is True and "-m not slow" in got["thinning"]["reason"], got["thinning"]
+
+
+def test_a_module_renamed_out_of_the_pattern_blocks(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    (tree / "tests" / "test_settings.py").rename(tree / "tests" / "settings_check.py")
+    binary, result = run_lab(tree, build_dir)
+    assert result.returncode != 0
+    assert all(test in rows(binary)["baseline"]["reason"] for test in IDS[:2])
+
+
+def test_an_empty_pytest_ini_in_the_tests_is_reported(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    (tree / "tests" / "pytest.ini").write_text("")
+    binary, result = run_lab(tree, build_dir)
+    assert rows(binary)["stray-config:tests/pytest.ini"]["warning"] is True
+
+
+def test_an_empty_pytest_ini_that_pytest_picks_up_blocks(tmp_path, build_dir):
+    # With TESTS tests, pytest looks for its config from tests/ upward: the stray file wins.
+    tree = lab_copy(tmp_path)
+    (tree / "tests" / "pytest.ini").write_text("")
+    binary, result = run_lab(tree, build_dir, "LAB_TESTS=tests")
+    assert result.returncode != 0
+    receipt_row = rows(binary)["receipt"]
+    assert receipt_row["gate"] == "block" and "tests/pytest.ini" in receipt_row["reason"], receipt_row
+
+
+def test_a_module_that_fails_to_import_blocks_with_the_error(tmp_path, build_dir):
+    tree = lab_copy(tmp_path)
+    (tree / "tests" / "test_broken.py").write_text("import no_such_module_anywhere\n")
+    binary, result = run_lab(tree, build_dir)
+    assert result.returncode != 0
+    collection = rows(binary)["collection"]
+    assert collection["gate"] == "block" and "no_such_module_anywhere" in collection["reason"], collection
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "baseline.json:1: column 2: not valid JSON"),
+    ('{"collected": -1}', "'collected' is not a non-negative integer"),
+    ('{"collected": 2.5}', "'collected' is not a non-negative integer"),
+])
+def test_a_bad_baseline_stops_configuration_naming_the_file(tmp_path, build_dir, text, message):
+    tree = lab_copy(tmp_path)
+    (tree / "baseline.json").write_text(text)
+    configured = cmake_configure(tree, tmp_path / "build", f"EvidenceGate_DIR={build_dir}")
+    assert configured.returncode != 0
+    assert message in " ".join(configured.output.split()), configured.describe()
