@@ -125,7 +125,7 @@ class RunRecorder:
     def emit(self, record):
         # One write and a flush per record: a crash loses at most this line,
         # and evgate drops a torn last line.
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
         # Lone surrogates (undecodable file names) become JSON \uDCxx escapes.
         self.records.write(line.encode("utf-8", "backslashreplace"))
         self.records.flush()

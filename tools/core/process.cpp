@@ -45,14 +45,22 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     ::_exit(127);
 }
 
-// Waits for `pid` until `deadline`; true when it ended (status filled in).
-bool wait_until(pid_t pid, Clock::time_point deadline, bool bounded, int& status) {
+// Waits for `pid` until `deadline`; true when it ended (status filled in). Calls `progress`
+// every `every` on the way.
+bool wait_until(pid_t pid, Clock::time_point deadline, bool bounded, int& status,
+                const ProcessSpec* spec = nullptr, Clock::time_point start = Clock::now()) {
     auto pause = std::chrono::milliseconds(1);
+    auto next_progress = start + (spec ? spec->progress_every : std::chrono::milliseconds(0));
     for (;;) {
         pid_t done = ::waitpid(pid, &status, WNOHANG);
         if (done == pid) return true;
         if (done < 0 && errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
-        if (bounded && Clock::now() >= deadline) return false;
+        const auto now = Clock::now();
+        if (bounded && now >= deadline) return false;
+        if (spec && spec->progress && now >= next_progress) {
+            spec->progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
+            next_progress = now + spec->progress_every;
+        }
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(25));
     }
@@ -86,7 +94,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     ProcessResult result;
     int status = 0;
     const bool bounded = spec.timeout.count() > 0;
-    if (!wait_until(pid, start + spec.timeout, bounded, status)) {
+    if (!wait_until(pid, start + spec.timeout, bounded, status, &spec, start)) {
         result.timed_out = true;
         ::kill(-pid, SIGTERM);
         if (!wait_until(pid, Clock::now() + kGracePeriod, true, status)) {

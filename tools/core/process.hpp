@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct ProcessSpec {
     std::filesystem::path output;          // stdout and stderr are appended here
     std::chrono::milliseconds timeout{0};  // 0: no bound
     std::vector<int> cpus;                 // the CPUs it may run on; empty: all
+    std::function<void(std::chrono::milliseconds elapsed)> progress;  // called every progress_every while it runs
+    std::chrono::milliseconds progress_every{10000};
 };
 
 struct ProcessResult {

@@ -1,6 +1,8 @@
 #include "seed_runner.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <iostream>
 #include <set>
 
 #include "error.hpp"
@@ -45,6 +47,14 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     w.Key("note"), w.String(summary.note);
     w.EndObject();
     return std::string(json.text());
+}
+
+// Result records so far (the file grows while pytest runs); cheap enough every few seconds.
+std::size_t count_results(const fs::path& records) {
+    std::ifstream in(records, std::ios::binary);
+    std::size_t results = 0;
+    for (std::string line; std::getline(in, line);) results += line.find("\"event\":\"result\"") != std::string::npos;
+    return results;
 }
 
 // The tests of `plan` after `position` that have no result yet.
@@ -159,6 +169,10 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         auto spec = pytest_process(suite, args, log);
         spec.environment = environment_with(std::move(spec.environment), plan.environment);
         spec.cpus = plan.cpus;
+        spec.progress = [&](std::chrono::milliseconds elapsed) {  // a long run says where it is
+            std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << count_results(records) << " of "
+                      << plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
+        };
         const auto result = run_process(spec);
         ++summary.processes;
         store.restore();
