@@ -1,0 +1,5 @@
+import os
+
+
+def test_coin_flip():
+    assert os.urandom(1)[0] % 2 == 0

@@ -1,0 +1,73 @@
+"""Localisation end to end: every order-dependent test gets the partner it hangs on, a
+nondeterministic one gets none, and each blocking row's reproduce command replays it."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Ledger, child_env, cmake_configure, ctest, source_tree_untouched
+
+PROJECT = Path(__file__).parent / "projects" / "culprits"
+
+
+@pytest.fixture(scope="module")
+def ledger(build_dir, tmp_path_factory):
+    binary = tmp_path_factory.mktemp("culprits") / "build"
+    with source_tree_untouched(PROJECT):
+        configured = cmake_configure(PROJECT, binary, f"EvidenceGate_DIR={build_dir}")
+        assert configured.returncode == 0, configured.describe()
+        result = ctest(binary, "-L", "evidence", "-j2")
+    assert result.returncode != 0, result.describe()
+    return Ledger(binary, "culprits")
+
+
+def row(ledger, test):
+    return ledger.tests[f"tests/{test}"]
+
+
+def test_a_file_polluter_is_named_with_the_group_it_dirtied(ledger):
+    victim = row(ledger, "test_store.py::test_store_starts_empty")
+    assert victim["verdict"] == "order-dependent", victim
+    assert victim["partner"] == "tests/test_store.py::test_add_item" and victim["partner_role"] == "polluter", victim
+    assert "fails after tests/test_store.py::test_add_item (polluter, dirtied 'state')" in victim["reason"], victim
+    assert row(ledger, "test_store.py::test_add_item")["verdict"] == "polluter"
+
+
+def test_a_brittle_test_gets_its_state_setter(ledger):
+    brittle = row(ledger, "test_registry.py::test_csv_plugin_is_registered")
+    assert brittle["partner"] == "tests/test_registry.py::test_register_plugin", brittle
+    assert brittle["partner_role"] == "state-setter", brittle
+
+
+def test_a_victim_of_two_polluters_gets_both(ledger):
+    victim = row(ledger, "test_flags.py::test_not_both_flags")
+    assert sorted(victim["partner"]) == ["tests/test_flags.py::test_set_flag_one", "tests/test_flags.py::test_set_flag_two"]
+
+
+def test_a_cleaner_is_found(ledger):
+    victim = row(ledger, "test_mode.py::test_mode_is_good")
+    assert victim["partner"] == "tests/test_mode.py::test_enter_bad_mode", victim
+    assert victim["cleaners"] == ["tests/test_mode.py::test_reset_mode"], victim
+
+
+def test_a_nondeterministic_test_gets_no_partner(ledger):
+    coin = row(ledger, "test_coin.py::test_coin_flip")
+    assert coin["verdict"] == "flaky" and "partner" not in coin, coin
+
+
+def test_the_only_blocking_rows_are_the_known_ones(ledger):
+    assert ledger.blocking() == sorted(f"tests/{t}" for t in (
+        "test_coin.py::test_coin_flip", "test_flags.py::test_not_both_flags", "test_mode.py::test_mode_is_good",
+        "test_registry.py::test_csv_plugin_is_registered", "test_store.py::test_add_item",
+        "test_store.py::test_store_starts_empty"))
+
+
+def test_the_reproduce_command_replays_the_failure_from_anywhere(ledger, tmp_path):
+    command = row(ledger, "test_store.py::test_store_starts_empty")["reproduce"]
+    with source_tree_untouched(PROJECT):
+        result = subprocess.run(command, shell=True, cwd=tmp_path, env=child_env(), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert result.returncode != 0, result.stdout
+    assert "reproduced: tests/test_store.py::test_store_starts_empty failed" in result.stdout, result.stdout
+    assert "AssertionError" in result.stdout or "assert" in result.stdout
