@@ -387,7 +387,7 @@ function(evidence_gate_add_suite name)
   set(labels evidence ${name} ${arg_LABELS})
   string(SHA1 root_hash "${root}")
   set(lock "evidence-gate-fixtures-${root_hash}")  # suites sharing a ROOT never race on its files
-  set(run_fixtures ${name}.receipt)
+  set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
   if(fixtures)
     add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures ${suite_arg})

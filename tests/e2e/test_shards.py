@@ -2,7 +2,7 @@
 single full run's, and a missing, duplicated or malformed shard is never a smaller matrix."""
 import pytest
 
-from conftest import EXAMPLES, Ledger, child_env, configure_example, ctest, source_tree_untouched
+from conftest import EXAMPLES, Ledger, child_env, cmake_configure, configure_example, ctest, source_tree_untouched
 
 EXAMPLE = EXAMPLES / "polluter-victim"
 SUITE = "billing"
@@ -74,3 +74,23 @@ def test_a_malformed_shard_spec_is_a_clear_error(shards, spec):
     result = ctest(trees["s1"], "-R", r"billing\.seed\.0$", env=child_env(EVIDENCE_GATE_SHARD=spec))
     assert result.returncode != 0
     assert f"EVIDENCE_GATE_SHARD must be k/n with 1 <= k <= n, not '{spec}'" in result.output, result.describe()
+
+
+def test_a_shard_from_another_environment_becomes_a_runner_column(build_dir, tmp_path):
+    example = EXAMPLES / "timezone"
+    trees = {name: tmp_path / name for name in ("s1", "s2", "merge")}
+    with source_tree_untouched(example):
+        for binary in trees.values():
+            configured = cmake_configure(example, binary, f"EvidenceGate_DIR={build_dir}", "CLOCK_PERTURB=OFF")
+            assert configured.returncode == 0, configured.describe()
+        ctest(trees["s1"], "-L", "evidence", env=child_env(TZ="UTC", EVIDENCE_GATE_SHARD="1/2"))
+        ctest(trees["s2"], "-L", "evidence", env=child_env(TZ="Asia/Tokyo", EVIDENCE_GATE_SHARD="2/2"))
+        shard_dirs = f"{trees['s1'] / 'evidence' / 'clock'};{trees['s2'] / 'evidence' / 'clock'}"
+        result = ctest(trees["merge"], "-L", "evidence", env=child_env(TZ="UTC", EVIDENCE_GATE_SHARDS=shard_dirs))
+    assert result.returncode != 0, result.describe()
+    ledger = Ledger(trees["merge"], "clock")
+    gap = ledger.tests["tests/test_clock.py::test_epoch_is_midnight"]
+    assert gap["verdict"] == "portability-gap" and "TZ" in gap["reason"], gap
+    notes = [r for r in ledger.suite_rows if r["test"].startswith("shard:") and r.get("warning")]
+    assert len(notes) == 1 and "2/2 ran in another environment" in notes[0]["reason"] and "TZ" in notes[0]["reason"], notes
+    assert not [r for r in ledger.suite_rows if r["gate"] == "block"], ledger  # its seeds are not "missing"

@@ -195,3 +195,11 @@ TEST_CASE("read_manifest reads and checks a file", "[manifest_diff]") {
     CHECK_THROWS_AS(read_manifest(dir / "broken.json"), InputError);
     fs::remove_all(dir);
 }
+
+TEST_CASE("variables evgate sets or reads are noise, never a suspect", "[manifest_diff]") {
+    const auto local = evgate::parse_json(R"({"schema":1,"env_names":["HOME","PYTHONPATH"],"env":{"PYTHONPATH":"/a"}})", "a");
+    const auto other = evgate::parse_json(
+        R"({"schema":1,"env_names":["HOME","EVIDENCE_GATE_SHARD","PYTHONPATH","TZ"],"env":{"PYTHONPATH":"/b","TZ":"Asia/Tokyo"}})", "b");
+    const auto drift = evgate::diff_manifests(local, other);
+    CHECK(evgate::drift_keys(drift, 10) == std::vector<std::string>{"TZ"});
+}

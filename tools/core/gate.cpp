@@ -389,6 +389,7 @@ std::vector<LedgerRow> runner_rows(const GateInput& input) {
         rows.push_back(suite_row("runner:" + path, "missing", "runner bundle left out: " + why));
     for (const auto& [shard, why] : input.shard_problems)
         rows.push_back(suite_row("shard:" + shard, "missing", why));
+    for (const auto& [shard, note] : input.shard_notes) rows.push_back(warning_row("shard:" + shard, note));
     for (const auto& runner : input.runners) {
         auto unmapped = input.unmapped.find(runner);
         if (unmapped != input.unmapped.end())

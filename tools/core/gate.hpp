@@ -38,6 +38,7 @@ struct GateInput {
     std::map<std::string, std::vector<std::string>> unmapped;     // runner -> JUnit cases matching no test
     std::map<std::string, Culprit> culprits;  // localisation of order-dependent tests
     std::vector<std::pair<std::string, std::string>> shard_problems;  // shard dir -> why the merge cannot trust it
+    std::vector<std::pair<std::string, std::string>> shard_notes;     // shard dir -> how the merge took it
     std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
     std::filesystem::path suite_file;
     Date today;

@@ -72,8 +72,8 @@ std::optional<std::string> major_minor(const std::optional<std::string>& json_te
 }
 
 // The seed's order of suspicion. Noise: keys that differ between any two machines and so
-// explain nothing — the host name, and the interpreter's path (which distributions it sees
-// is already compared key by key).
+// explain nothing — the host name, the interpreter's path (which distributions it sees
+// is already compared key by key), and the variables evgate itself sets or reads.
 int rank_of(const DriftEntry& entry) {
     const std::string_view key = entry.key;
     if (key == "pytest_version" || has_prefix(key, "distributions.")) return drift_rank::packages;
@@ -87,6 +87,9 @@ int rank_of(const DriftEntry& entry) {
     if (key == "python_version")
         return major_minor(entry.local) == major_minor(entry.other) ? drift_rank::other : drift_rank::python_minor;
     if (key == "host.hostname" || key == "python_executable") return drift_rank::noise;
+    if (variable && (has_prefix(*variable, "EVIDENCE_GATE_") || *variable == "PYTHONPATH" ||
+                     *variable == "PYTHONDONTWRITEBYTECODE"))
+        return drift_rank::noise;  // our own: evgate sets them, or they steer evgate itself
     if (has_prefix(key, "env_names.")) return drift_rank::env_names;
     return drift_rank::other;
 }

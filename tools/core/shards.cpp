@@ -1,5 +1,6 @@
 #include "shards.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -66,14 +67,44 @@ bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t 
     return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
 }
 
+std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
+    std::vector<ForeignShard> foreign;
+    if (!fs::exists(suite.manifest_file())) return foreign;
+    const auto local = read_manifest(suite.manifest_file());
+    for (const auto& dir : merged_shards()) {
+        if (!fs::exists(dir / "manifest.json")) continue;
+        const auto theirs = read_manifest(dir / "manifest.json");
+        auto drift = diff_manifests(local, theirs);
+        const bool differs = std::any_of(drift.begin(), drift.end(), [](const DriftEntry& e) {
+            return e.rank <= drift_rank::filesystem_case || e.rank == drift_rank::python_minor;
+        });
+        if (!differs) continue;
+        std::string host = "shard";
+        if (const auto* h = member(theirs, "host"))
+            host = optional_string(*h, "hostname", dir.string()).value_or(host);
+        const auto spec = parse_shard_spec(load_receipt(dir / "receipt.json").shard, (dir / "receipt.json").string());
+        // A column name is part of run ids, and so of file names: no '/'.
+        const auto column = host + "-shard-" + std::to_string(spec.index) + "-of-" + std::to_string(spec.count);
+        foreign.push_back({dir, spec.text(), column, std::move(drift)});
+    }
+    return foreign;
+}
+
 bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    const auto foreign = foreign_shards(suite);
     for (const auto& shard : merged_shards()) {
         const auto plan = runs_of(shard) / (run_id + ".plan.json");
         const auto records = runs_of(shard) / (run_id + ".jsonl");
         if (!fs::exists(plan) || !fs::exists(records)) continue;
         fs::create_directories(suite.runs_dir());
-        fs::copy_file(plan, plan_file(suite, run_id), fs::copy_options::overwrite_existing);
-        write_file_atomic(records_file(suite, run_id), rebind(records, receipt.id));
+        auto imported = read_plan(plan);
+        for (const auto& f : foreign) {
+            if (!fs::equivalent(f.dir, shard)) continue;
+            imported.id = imported.order = f.column + ":" + run_id;
+            imported.column = Column::runner;
+        }
+        write_plan(plan_file(suite, imported.id), imported);
+        write_file_atomic(records_file(suite, imported.id), rebind(records, receipt.id));
         for (const char* manifest : {"manifest.perturbed.json"})
             if (run_id == "perturbed" && fs::exists(shard / manifest))
                 fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "manifest_diff.hpp"
 #include "receipt.hpp"
 #include "suite_config.hpp"
 
@@ -30,8 +31,20 @@ std::vector<std::filesystem::path> merged_shards();
 // Does the run (seed.s, perturbed) belong to `shard`?
 bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed);
 
+// A shard whose environment differs from this job's where it matters (packages, locale and
+// timezone, filesystem case, Python minor version) is not pooled as local runs: its runs
+// become a runner column named after its host, and the gate says so.
+struct ForeignShard {
+    std::filesystem::path dir;
+    std::string spec;    // "2/3"
+    std::string column;  // the runner column its runs become
+    std::vector<DriftEntry> drift;
+};
+std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite);
+
 // The merge job's side of a run: copies the run's plan and records from the shard that holds
-// it, bound to this job's receipt. False when no shard holds it (the gate then blocks).
+// it, bound to this job's receipt (under the runner column's name for a foreign shard).
+// False when no shard holds it (the gate then blocks).
 bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id);
 
 // What is wrong with the shards a merge pools: missing or duplicated shards, another suite,

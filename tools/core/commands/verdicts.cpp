@@ -1,6 +1,7 @@
 // Commands that judge: ledger, gate, discover.
 #include "commands.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "ctest_entries.hpp"
@@ -50,8 +51,8 @@ namespace {
 void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
     auto bundles = load_runner_bundles(bundle_paths(suite.runner_bundles), input.receipt, suite.manifest_file());
     for (auto& run : bundles.runs) input.runs.push_back(std::move(run));
-    input.runners = std::move(bundles.names);
-    input.drift = std::move(bundles.drift);
+    input.runners.insert(input.runners.end(), bundles.names.begin(), bundles.names.end());
+    input.drift.insert(bundles.drift.begin(), bundles.drift.end());
     input.left_out = std::move(bundles.left_out);
     input.unmapped = std::move(bundles.unmapped);
     if (fs::exists(suite.perturbed_manifest_file()) && fs::exists(suite.manifest_file()))
@@ -63,12 +64,27 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
     input.runs = load_runs(suite, input.receipt.id);
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
+    const auto foreign = foreign_shards(suite);  // a merge's shards from another environment: runner columns
+    const auto expected = [&](const std::string& id, std::uint64_t seed) {
+        if (shard) return runs_here(*shard, id, seed);
+        return std::none_of(foreign.begin(), foreign.end(), [&](const ForeignShard& f) {
+            return runs_here(parse_shard_spec(f.spec, f.dir.string()), id, seed);
+        });
+    };
     for (int k = 0; k <= suite.seeds; ++k) {
         const std::string id = "seed." + std::to_string(k);
-        if (!shard || runs_here(*shard, id, static_cast<std::uint64_t>(k))) input.expected_runs.push_back(id);
+        if (expected(id, static_cast<std::uint64_t>(k))) input.expected_runs.push_back(id);
     }
-    if (suite.perturb && (!shard || runs_here(*shard, "perturbed", 0))) input.expected_runs.push_back("perturbed");
+    if (suite.perturb && expected("perturbed", 0)) input.expected_runs.push_back("perturbed");
     input.shard_problems = shard_problems(suite, input.receipt);
+    for (const auto& f : foreign) {
+        std::string keys;
+        for (const auto& k : drift_keys(f.drift, 5)) keys += (keys.empty() ? "" : ", ") + k;
+        input.shard_notes.emplace_back(f.dir.string(), "shard " + f.spec + " ran in another environment (" + keys +
+                                                           "): its runs are the runner column " + f.column);
+        input.runners.push_back(f.column);
+        input.drift[f.column] = f.drift;
+    }
     if (vm.count("today")) {
         const auto text = vm["today"].as<std::string>();
         auto date = parse_date(text);
