@@ -61,26 +61,30 @@ std::string lease_json(const fs::path& root, const std::vector<GroupSnapshot>& s
     return std::string(json.text()) + "\n";
 }
 
-// A path below ROOT whose directories are all real directories (no link leads out of ROOT).
-bool safe_below_root(const fs::path& root, const std::string& relative) {
+// Makes every directory on the way to `relative` a real directory again: a test may have
+// replaced one with a link (possibly out of ROOT) or a file. The intruder is unlinked —
+// never followed, never written through — and the directory recreated.
+void reclaim_directories(const fs::path& root, const std::string& relative) {
     fs::path at = root;
     const fs::path rel(relative);
     for (auto it = rel.begin(); it != rel.end() && std::next(it) != rel.end(); ++it) {
         at /= *it;
         std::error_code ec;
-        auto status = fs::symlink_status(at, ec);
-        if (ec) return !fs::exists(status);  // missing: will be created as a directory
-        if (fs::is_symlink(status) || !fs::is_directory(status)) return false;
+        const auto status = fs::symlink_status(at, ec);
+        if (fs::is_directory(status) && !fs::is_symlink(status)) continue;
+        if (fs::exists(status) || fs::is_symlink(status)) {
+            if (::unlink(at.c_str()) != 0)
+                throw Error("cannot restore " + (root / relative).string() + ": " + at.string() +
+                            " is no longer a directory and cannot be removed: " + std::strerror(errno));
+        }
+        fs::create_directory(at);
     }
-    return true;
 }
 
 // Replaces `target` (never writing through a link at its place) with the pristine `file`.
 void put_back(const fs::path& root, const fs::path& pristine, const FixtureFile& file) {
-    if (!safe_below_root(root, file.path))
-        throw Error("cannot restore " + (root / file.path).string() + ": a directory on its path is now a link or a file");
+    reclaim_directories(root, file.path);
     const fs::path target = root / file.path;
-    fs::create_directories(target.parent_path());
     fs::path temp = target;
     temp += ".evgate-restore." + std::to_string(::getpid());
     fs::remove(temp);

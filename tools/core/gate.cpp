@@ -72,6 +72,11 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
                 trouble = "pytest collected tests the receipt does not list: " + list_some(extra);
             if (!trouble.empty()) break;
         }
+        for (int status : r.exit_statuses) {
+            if (trouble.empty() && status != 0 && status != 1)  // 0 passed, 1 tests failed: anything else is pytest's trouble
+                trouble = "pytest ended with exit status " + std::to_string(status) +
+                          (status == 3 ? " (an internal error, INTERNALERROR)" : status == 2 ? " (interrupted)" : "");
+        }
         if (!trouble.empty()) {
             rows.push_back(suite_row(name, "missing", trouble));
         } else if (!r.finished) {

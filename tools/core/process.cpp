@@ -4,6 +4,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <fcntl.h>
@@ -66,6 +70,37 @@ bool wait_until(pid_t pid, Clock::time_point deadline, bool bounded, int& status
     }
 }
 
+// Descendants that left our process group (setsid) are reparented to us, a subreaper, when
+// their parent dies; after each run the ones no running process of ours owns are killed.
+std::mutex live_mutex;
+std::set<pid_t> live;  // children whose runs are under way (reruns run side by side)
+
+std::vector<pid_t> my_children() {
+    std::vector<pid_t> children;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+        std::ifstream in(task.path() / "children");
+        for (pid_t pid; in >> pid;) children.push_back(pid);
+    }
+    return children;
+}
+
+void kill_orphans() {
+    for (int round = 0; round < 64; ++round) {  // each kill may orphan the victim's own children
+        std::vector<pid_t> orphans;
+        {
+            const std::lock_guard<std::mutex> lock(live_mutex);
+            for (pid_t pid : my_children())
+                if (!live.count(pid)) orphans.push_back(pid);
+        }
+        if (orphans.empty()) return;
+        for (pid_t pid : orphans) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+}
+
 }  // namespace
 
 std::string ProcessResult::describe() const {
@@ -82,13 +117,20 @@ ProcessResult run_process(const ProcessSpec& spec) {
     auto argv = c_strings(spec.argv);
     auto envp = c_strings(spec.environment);
     const auto start = Clock::now();
+    static const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+    (void)subreaper;
     const pid_t parent = ::getpid();
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     for (int cpu : spec.cpus) CPU_SET(static_cast<std::size_t>(cpu), &cpus);
-    pid_t pid = ::fork();
-    if (pid < 0) throw Error(std::string("cannot start ") + spec.argv[0] + ": " + std::strerror(errno));
-    if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, spec.cpus.empty() ? nullptr : &cpus);
+    pid_t pid = 0;
+    {
+        const std::lock_guard<std::mutex> lock(live_mutex);  // registered before another run looks for orphans
+        pid = ::fork();
+        if (pid < 0) throw Error(std::string("cannot start ") + spec.argv[0] + ": " + std::strerror(errno));
+        if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, spec.cpus.empty() ? nullptr : &cpus);
+        live.insert(pid);
+    }
     ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
 
     ProcessResult result;
@@ -103,6 +145,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
         }
     }
     ::kill(-pid, SIGKILL);  // whatever the test suite left running in its group
+    {
+        const std::lock_guard<std::mutex> lock(live_mutex);
+        live.erase(pid);
+    }
+    kill_orphans();  // and whatever left the group
     result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);

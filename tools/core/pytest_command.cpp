@@ -29,6 +29,13 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     return spec;
 }
 
+std::string describe_pytest(const ProcessResult& result) {
+    static const char* const meaning[] = {"all tests passed", "some tests failed", "interrupted or collection errors",
+                                          "internal error", "usage error", "no tests collected"};
+    const bool known = result.signal == 0 && !result.timed_out && result.exit_code >= 0 && result.exit_code <= 5;
+    return result.describe() + (known ? std::string(" (pytest: ") + meaning[result.exit_code] + ")" : "");
+}
+
 std::string shell_quote(const std::string& word) {
     if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == std::string::npos)
         return word;

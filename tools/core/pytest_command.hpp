@@ -20,4 +20,7 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
 std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment);
 std::string shell_quote(const std::string& word);
 
+// How pytest ended, in words: "exit 3 (pytest: internal error)".
+std::string describe_pytest(const ProcessResult& result);
+
 }  // namespace evgate

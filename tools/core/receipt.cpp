@@ -165,6 +165,11 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     if (!same_config(receipt.configfile, receipt.expected_configfile))
         problems.push_back("pytest read its configuration from " + quote(receipt.configfile.value_or("(none)")) +
                            ", but the project's is " + quote(receipt.expected_configfile.value_or("(none)")));
+    // 0: collected; 2: collection errors (ledger rows name them); 5: nothing collected (below).
+    if (receipt.exitstatus != 0 && receipt.exitstatus != 2 && receipt.exitstatus != 5)
+        problems.push_back("pytest's collection ended with exit status " + std::to_string(receipt.exitstatus) +
+                           (receipt.exitstatus == 3 ? " (an internal error: INTERNALERROR in " : " (see ") +
+                           (suite.evidence_dir / "logs" / "receipt.log").string() + ")");
     if (receipt.tests.empty() && receipt.errors.empty())
         problems.push_back("pytest collected no tests from " + quote(suite.root.string()) + " (configfile " +
                            quote(receipt.configfile.value_or("(none)")) + ")");

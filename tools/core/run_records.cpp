@@ -54,6 +54,8 @@ RunRecords read_run_records(const std::filesystem::path& file) {
             read_result(record, where, run);
         } else if (event == "end") {
             ++run.processes_ended;
+            if (const auto* status = member(record, "exitstatus"); status && status->IsInt())
+                run.exit_statuses.push_back(status->GetInt());
         } else if (event == "interrupted") {
             run.interrupted[string_member(record, "test", where)] = optional_string(record, "reason", where).value_or("");
         } else if (event == "torn") {

@@ -31,6 +31,7 @@ struct RunRecords {
     std::map<std::string, TestResult> results;
     std::map<std::string, std::string> interrupted;  // test -> why the interpreter died
     int processes_ended = 0;                         // end records
+    std::vector<int> exit_statuses;                  // pytest's, from each end record
     int torn = 0;                                    // torn tails the harness cut off
     std::optional<bool> finished;                    // the harness's verdict on the run
     std::string finish_note;

@@ -154,6 +154,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;
     RunRecords seen;
+    ProcessResult last;
     while (!remaining.empty()) {
         write_order(order, remaining);
         std::vector<std::string> args = {"--evidence-gate-records=" + records.string(),
@@ -174,6 +175,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
                       << plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
         };
         const auto result = run_process(spec);
+        last = result;
         ++summary.processes;
         store.restore();
         if (auto cut = cut_torn_tail(records); cut > 0)
@@ -183,7 +185,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         if (seen.processes_ended > ended_before && seen.sessions.size() > sessions_before) break;
         if (seen.sessions.size() == sessions_before) {  // pytest never reached our session record
             summary.harness_ok = false;
-            summary.note = "pytest did not start the tests (" + result.describe() + "); see " + log.string();
+            summary.note = "pytest did not start the tests (" + describe_pytest(result) + "); see " + log.string();
             break;
         }
         // The interpreter died: the test it was running is interrupted, the rest runs afresh.
@@ -198,7 +200,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
             }
         }
         if (position == plan.tests.size()) {
-            summary.note = "pytest died outside any test (" + result.describe() + "); see " + log.string();
+            summary.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + log.string();
             break;
         }
         remaining = rest_of(plan, position, seen);
@@ -212,7 +214,8 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     summary.complete = summary.harness_ok && std::all_of(plan.tests.begin(), plan.tests.end(), [&](const std::string& t) {
         return seen.results.count(t) != 0 || interrupted.count(t) != 0;
     });
-    if (!summary.complete && summary.note.empty()) summary.note = "some planned tests have no result; see " + log.string();
+    if (!summary.complete && summary.note.empty())
+        summary.note = "some planned tests have no result (" + describe_pytest(last) + "); see " + log.string();
     append_record(records, finished_record(summary, receipt.id));
     fs::remove(order);
     return summary;
