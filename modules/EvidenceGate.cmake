@@ -51,10 +51,10 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     order dependence (same outcome every time in one order) from nondeterminism. Default: 2.
 
   ``LOCALISE n``
-    The pytest runs ``<name>.localise`` may spend, over all order-dependent tests, to name
-    the partner each one hangs on (delta debugging over the order that broke it, verified
-    several times; a nondeterministic test is never given a partner). ``0`` turns it off.
-    Default: 100.
+    The pytest runs ``<name>.localise`` may spend on each order-dependent test (and ten
+    times that in all) to name the partner it hangs on: delta debugging over the order that
+    broke it, verified several times. A nondeterministic test is never given a partner, nor
+    is a best candidate the budget cut short. ``0`` turns it off. Default: 30.
 
   ``FIXTURES file``
     The fixture-group manifest (``name: glob`` a line), relative to ROOT. Default:
@@ -287,7 +287,7 @@ function(evidence_gate_add_suite name)
   endif()
   _evidence_gate_check_integer(RERUNS "${arg_RERUNS}")
   if(NOT DEFINED arg_LOCALISE)
-    set(arg_LOCALISE 100)
+    set(arg_LOCALISE 30)
   endif()
   _evidence_gate_check_integer(LOCALISE "${arg_LOCALISE}")
   if(NOT DEFINED arg_BASELINE_TOLERANCE)

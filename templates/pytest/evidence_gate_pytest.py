@@ -284,8 +284,12 @@ def failure_line(report):
     return first_line(crash.message if crash is not None else str(report.longrepr))
 
 
+# Terminal colour codes some libraries put into their messages: a ledger is not a terminal.
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def first_line(text):
-    for line in str(text).splitlines():
+    for line in ANSI_ESCAPE.sub("", str(text)).splitlines():
         if line.strip():
             return line.strip()
     return ""

@@ -731,3 +731,13 @@ def current_umask():
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def test_terminal_colour_codes_are_kept_out_of_messages(gate):
+    gate.pytester.makepyfile(test_coloured='''
+        def test_coloured():
+            raise ValueError("\\x1b[31mred\\x1b[0m text")
+    ''')
+    _, records = gate.run_records()
+    [result] = results(records).values()
+    assert result["message"] == "ValueError: red text", result

@@ -85,3 +85,10 @@ TEST_CASE("runner columns: local pass and remote fail is a gap, the inverse bloc
     CHECK(classify({seed(0, "failed"), seed(1, "failed"), remote("ci-host", "passed")}).verdict ==
           Verdict::runner_only_pass);
 }
+
+TEST_CASE("passing in some orders and skipped in others never failed: stable, not order-dependent", "[triage]") {
+    const auto c = classify({seed(0, "passed"), seed(1, "skipped"), seed(2, "passed")});
+    CHECK(c.verdict == Verdict::stable);
+    CHECK_THAT(c.reason, Catch::Contains("skipped in seed.1"));
+    CHECK(classify({seed(0, "failed"), seed(1, "skipped")}).verdict == Verdict::order_dependent);
+}

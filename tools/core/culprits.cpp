@@ -118,7 +118,8 @@ Role parse_role(const std::string& text) {
 
 }  // namespace
 
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int max_runs) {
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test) {
+    const int max_runs = 10 * per_test;  // the whole step stays bounded however many tests depend on order
     const auto runs = load_runs(suite, receipt.id);
     const auto attempts = gather_attempts(runs);
     std::vector<Culprit> culprits;
@@ -131,10 +132,10 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
         if (left <= 0) {
             culprit.found.test = test.id;
             culprit.found.budget_exhausted = true;
-            culprit.found.note = "the suite's localisation budget (" + std::to_string(max_runs) + " runs) was spent before this test";
+            culprit.found.note = "the step's budget (" + std::to_string(max_runs) + " pytest runs) was spent before this test";
         } else {
             Budget budget;
-            budget.max_runs = std::min(left, 50);
+            budget.max_runs = std::min(left, per_test);
             budget.max_time = std::chrono::seconds(suite.timeout_seconds);
             culprit.found = localise(test.id, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget);
             left -= culprit.found.runs_used;

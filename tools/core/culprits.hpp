@@ -22,9 +22,9 @@ struct Culprit {
     std::map<std::string, std::vector<std::string>> dirtied;  // partner -> the groups its lease saw it change
 };
 
-// Localises every test the local runs make order-dependent, within `max_runs` pytest
-// processes in all; writes localise.json and returns what it found.
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int max_runs);
+// Localises every test the local runs make order-dependent, within `per_test` pytest runs
+// each and ten times that in all; writes localise.json and returns what it found.
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test);
 
 // localise.json of the current receipt, by test; empty when there is none.
 std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::string& receipt_id);

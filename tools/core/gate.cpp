@@ -230,12 +230,16 @@ std::string column_name(const Attempt& a) { return a.column == Column::runner ? 
 // For a row that compares machines: the environment keys that differ, most suspicious first,
 // and the runners that have no result for the test.
 std::string machine_notes(Verdict verdict, const std::vector<Attempt>& attempts, const GateInput& input) {
-    std::set<std::string> seen;
-    for (const auto& a : attempts)
-        if (a.column != Column::local) seen.insert(column_name(a));
+    std::set<std::string> seen, telling;  // columns with a result; those whose result makes the row
+    const char* tells = verdict == Verdict::runner_only_pass ? "pass" : "fail";
+    for (const auto& a : attempts) {
+        if (a.column == Column::local) continue;
+        seen.insert(column_name(a));
+        if (outcome_class(a.outcome) == tells) telling.insert(column_name(a));
+    }
     std::string notes;
     if (verdict == Verdict::portability_gap || verdict == Verdict::runner_only_pass) {
-        for (const auto& column : seen) {
+        for (const auto& column : telling) {
             auto it = input.drift.find(column);
             if (it == input.drift.end()) continue;
             const auto keys = drift_keys(it->second, 5);
@@ -258,6 +262,11 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
 // "fails after a (polluter, dirtied 'db')": the partner an order dependence hangs on.
 void add_partner(LedgerRow& row, const Culprit& culprit) {
     const auto& f = culprit.found;
+    if (f.budget_exhausted && !f.partners.empty()) {  // a best candidate is not a culprit: name none
+        row.reason += "; no partner named: the search ran out of its budget (best candidate: " +
+                      std::to_string(f.partners.size()) + " test(s), in localise.json)";
+        return;
+    }
     if (f.partners.empty()) {
         if (!f.note.empty()) row.reason += "; no partner named: " + f.note;
         return;
@@ -272,7 +281,6 @@ void add_partner(LedgerRow& row, const Culprit& culprit) {
         head += ", " + (f.partners.size() > 1 ? partner + " " : std::string()) + "dirtied '" + joined(groups, "', '") + "'";
     head += ")";
     if (!f.cleaners.empty()) head += "; cleaned by " + joined(f.cleaners, ", ");
-    if (f.budget_exhausted) head += "; best candidate, the search ran out of budget";
     row.reason = head + "; " + row.reason;
 }
 
@@ -472,6 +480,9 @@ std::vector<LedgerRow> read_ledger(const std::filesystem::path& file) {
         row.reason = string_member(doc, "reason", where);
         row.until = optional_string(doc, "until", where);
         row.owner = optional_string(doc, "owner", where);
+        if (const auto* outcomes = member(doc, "outcomes"); outcomes && outcomes->IsObject())
+            for (const auto& m : outcomes->GetObject())
+                row.outcomes.emplace_back(m.name.GetString(), m.value.IsString() ? m.value.GetString() : "");
         rows.push_back(std::move(row));
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn last line");

@@ -70,7 +70,8 @@ std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.
 std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
-// Reads a ledger back (what the gate prints: test, scope, warning, verdict, gate, reason, until, owner).
+// Reads a ledger back (what the gate prints: test, scope, warning, verdict, gate, reason, until,
+// owner, outcomes).
 std::vector<LedgerRow> read_ledger(const std::filesystem::path& file);
 
 // BLOCK/DEFER/WARN lines, then a one-line summary; the print functions return the number

@@ -24,11 +24,9 @@ long local_offset_minutes() {
     return local.tm_gmtoff / 60;
 }
 
-// POSIX TZ strings need no tzdata: +05:30 or -03:30, whichever is farther from here.
-std::string far_timezone() {
-    const long here = local_offset_minutes();
-    return std::labs(here - 330) >= std::labs(here + 210) ? "EGT-5:30" : "EGT3:30";
-}
+// POSIX TZ strings need no tzdata. West of UTC (-03:30) from UTC or anywhere east of it, where
+// "yesterday" and negative offsets catch the most; +05:30 from the west.
+std::string far_timezone() { return local_offset_minutes() >= 0 ? "EGT3:30" : "EGT-5:30"; }
 
 std::string other_locale() {
     const std::string current = env_or("LC_ALL", env_or("LC_CTYPE", env_or("LANG", "C")));

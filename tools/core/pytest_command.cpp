@@ -23,10 +23,19 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') python_path += ":" + std::string(old);
     // No bytecode written at all: nothing lands beside the tests, and the interpreter keeps
     // using its installed .pyc files (a PYTHONPYCACHEPREFIX would make it recompile them).
-    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=1"};
+    const auto sandbox = sandbox_of(suite, log);
+    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=1",
+                                          "HOME=" + (sandbox / "home").string(), "TMPDIR=" + (sandbox / "tmp").string()};
     overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
     spec.environment = environment_with(overrides);
     return spec;
+}
+
+std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log) {
+    const auto dir = suite.evidence_dir / "sandbox" / log.stem();
+    std::filesystem::create_directories(dir / "home");
+    std::filesystem::create_directories(dir / "tmp");
+    return dir;
 }
 
 std::string describe_pytest(const ProcessResult& result) {

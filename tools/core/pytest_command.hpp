@@ -12,9 +12,14 @@
 
 namespace evgate {
 
-// `plugin_args` are --evidence-gate-* options; `log` receives pytest's output.
+// `plugin_args` are --evidence-gate-* options; `log` receives pytest's output. Each process
+// gets a HOME and TMPDIR of its own below the evidence directory, named after the log: runs
+// of one suite that go side by side never meet in the user's home or temp dir, and the
+// user's home is never written (a suite can pin HOME with ENVIRONMENT).
 ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
                            const std::filesystem::path& log);
+// That sandbox: evidence/sandbox/<log stem>/{home,tmp}, created if missing.
+std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log);
 
 // The same command as one line a user can paste into a shell (for `reproduce`).
 std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment);

@@ -37,7 +37,7 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
             alone.insert(test);
             continue;
         }
-        if (s.runs_by_class.size() < 2) continue;
+        if (s.runs_by_class.size() < 2 || !s.runs_by_class.count("fail")) continue;  // never failed: nothing to tell
         for (const auto& [cls, runs] : s.runs_by_class) {
             for (std::size_t i = 0; i < runs.size() && i < limits.orders_per_outcome; ++i) {
                 const auto& tests = runs[i]->plan.tests;

@@ -149,6 +149,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     fs::create_directories(log.parent_path());
     fs::remove(records);
     fs::remove(log);
+    fs::remove_all(sandbox_of(suite, log));  // every run starts with an empty HOME and TMPDIR
     write_plan(dir / (plan.id + ".plan.json"), plan);
 
     RunSummary summary;
@@ -182,25 +183,26 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
             append_record(records, "{\"event\":\"torn\",\"bytes\":" + std::to_string(cut) + "}");
         seen = read_run_records(records);
 
-        if (seen.processes_ended > ended_before && seen.sessions.size() > sessions_before) break;
+        const bool ended = seen.processes_ended > ended_before;  // pytest itself finished the session
         if (seen.sessions.size() == sessions_before) {  // pytest never reached our session record
             summary.harness_ok = false;
             summary.note = "pytest did not start the tests (" + describe_pytest(result) + "); see " + log.string();
             break;
         }
-        // The interpreter died: the test it was running is interrupted, the rest runs afresh.
+        // The interpreter died, or pytest stopped (an INTERNALERROR, pytest.exit) inside a
+        // test: that test is interrupted, and the rest of the order runs afresh.
         std::size_t position = plan.tests.size();
         for (std::size_t i = seen.started.size(); i > started_before; --i) {
             const auto& test = seen.started[i - 1];
             if (seen.results.count(test) == 0) {
-                append_record(records, interrupted_record(test, result.describe()));
+                append_record(records, interrupted_record(test, describe_pytest(result)));
                 summary.interrupted.push_back(test);
                 position = static_cast<std::size_t>(std::find(plan.tests.begin(), plan.tests.end(), test) - plan.tests.begin());
                 break;
             }
         }
         if (position == plan.tests.size()) {
-            summary.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + log.string();
+            if (!ended) summary.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + log.string();
             break;
         }
         remaining = rest_of(plan, position, seen);

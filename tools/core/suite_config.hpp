@@ -26,7 +26,7 @@ struct SuiteConfig {
     int reruns = 2;
     int timeout_seconds = 600;
     std::int64_t baseline_tolerance = 0;
-    int localise_runs = 100;  // pytest runs the partner search may spend, over all tests
+    int localise_runs = 30;  // pytest runs the partner search may spend per order-dependent test
     bool perturb = true;
     std::filesystem::path source;  // suite.json itself, for messages
 

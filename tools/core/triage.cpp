@@ -69,9 +69,19 @@ std::string_view verb(std::string_view cls) {
     return cls == "pass" ? "passes" : cls == "fail" ? "fails" : "is skipped";
 }
 
+// Outcomes "differ" only when one of them is a failure: a test skipped in some orders and
+// passing in others never failed, and its skip is its own business.
+std::set<std::string> local_classes(const Observations& o) {
+    std::set<std::string> classes;
+    for (const auto& [cls, runs] : o.runs_by_class) classes.insert(cls);
+    return classes;
+}
+
+bool differ(const std::set<std::string>& classes) { return classes.size() > 1 && classes.count("fail") != 0; }
+
 const std::string* flaky_order(const Observations& o) {
     for (const auto& [order, classes] : o.classes_by_order)
-        if (classes.size() > 1) return &order;
+        if (differ(classes)) return &order;
     return nullptr;
 }
 
@@ -142,7 +152,7 @@ Classification classify(const std::vector<Attempt>& attempts) {
                                                "): passes in " + (count("pass") ? runs("pass") : "none") +
                                                ", fails in " + (count("fail") ? runs("fail") : "none") +
                                                first_message(attempts, "fail"));
-    } else if (o.runs_by_class.size() > 1) {
+    } else if (differ(local_classes(o))) {
         std::string reason = "the outcome follows the order:";
         for (const char* cls : {"pass", "fail", "skip"}) {
             if (count(cls)) reason += " " + std::string(verb(cls)) + " in " + runs(cls) + ";";
@@ -151,7 +161,7 @@ Classification classify(const std::vector<Attempt>& attempts) {
         found.emplace_back(Verdict::order_dependent, reason + first_message(attempts, "fail"));
     }
 
-    const bool local_pass = o.runs_by_class.size() == 1 && count("pass");
+    const bool local_pass = count("pass") && !count("fail");  // skips in some orders do not count against it
     const bool local_fail = o.runs_by_class.size() == 1 && count("fail");
     if (local_fail && o.runner_runs_by_class.count("pass"))
         found.emplace_back(Verdict::runner_only_pass, "fails in every local run but passes in " +
@@ -166,7 +176,11 @@ Classification classify(const std::vector<Attempt>& attempts) {
                                                          some(o.remote_runs_by_class.at("fail")) + first_message(attempts, "fail"));
     if (o.runs_by_class.size() == 1 && count("skip"))
         found.emplace_back(Verdict::skipped, "skipped in every run" + first_message(attempts, "skip"));
-    if (local_pass) found.emplace_back(Verdict::stable, "passes in every run (" + std::to_string(count("pass")) + ")");
+    if (local_pass) {
+        std::string reason = "passes in every run (" + std::to_string(count("pass")) + ")";
+        if (count("skip")) reason = "passes in " + runs("pass") + " and is skipped in " + runs("skip") + ": it never fails";
+        found.emplace_back(Verdict::stable, reason);
+    }
     if (found.empty()) found.emplace_back(Verdict::missing, "no result in any run");
 
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "ctest_entries.hpp"
 #include "culprits.hpp"
@@ -108,10 +109,20 @@ po::options_description ledger_options(const char* caption) {
     return options;
 }
 
+// The runs a ledger speaks of: every run id in any row's outcomes.
+std::size_t runs_in(const std::vector<LedgerRow>& rows) {
+    std::set<std::string> ids;
+    for (const auto& row : rows)
+        for (const auto& [run, outcome] : row.outcomes) ids.insert(run);
+    return ids.size();
+}
+
 // Values a CDash dashboard charts over time, in the form CTest reads from a test's output.
 void print_measurements(std::ostream& out, const std::vector<LedgerRow>& rows, const SuiteConfig& suite) {
     int tests = 0, blocking = 0, deferred = 0;
+    std::size_t runners = 0;  // runner columns that made it into the ledger
     for (const auto& row : rows) {
+        runners += row.suite_scope && row.test.rfind("runner:", 0) == 0 && row.gate == "pass";
         blocking += row.gate == "block";
         if (row.suite_scope) continue;
         ++tests;
@@ -119,7 +130,7 @@ void print_measurements(std::ostream& out, const std::vector<LedgerRow>& rows, c
     }
     const std::pair<const char*, std::size_t> values[] = {
         {"tests", tests}, {"blocking", blocking}, {"deferred", deferred},
-        {"seeds", static_cast<std::size_t>(suite.seeds)}, {"runners", suite.runner_bundles.size()}};
+        {"seeds", static_cast<std::size_t>(suite.seeds)}, {"runners", runners}};
     for (const auto& [name, value] : values)
         out << "<CTestMeasurement type=\"numeric/double\" name=\"" << name << "\">" << value << "</CTestMeasurement>\n";
 }
@@ -146,7 +157,7 @@ int cmd_gate(const Args& args) {
     const auto suite = suite_of(*vm);
     std::size_t runs = 0;
     const auto rows = vm->count("from-ledger") ? read_ledger(suite.ledger_file()) : build_and_write(suite, *vm, runs);
-    if (vm->count("from-ledger")) runs = load_runs(suite, load_receipt(suite.receipt_file()).id).size();
+    if (vm->count("from-ledger")) runs = runs_in(rows);
     const int blocked = print_gate(std::cout, suite.name, rows, runs);
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
     print_measurements(std::cout, rows, suite);
