@@ -540,10 +540,12 @@ def manifest(root):
     }
 
 
-# Fail closed: only these values are written, every other variable by name only.
-# PYTHON_* (underscore) is excluded: it is not CPython's classic namespace and
-# third-party secrets use it.
-ENV_VALUE_ALLOWED = re.compile(r"TZ|LANG|LC_[A-Z]+|PYTHON[A-Z0-9]+")
+# Fail closed: only these values are written, every other variable by name only. The
+# PYTHON* ones are CPython's own, named one by one: a pattern would let PYTHONPYPITOKEN in.
+ENV_VALUE_ALLOWED = re.compile(
+    r"TZ|LANG|LC_[A-Z]+|PYTHON(?:HASHSEED|PATH|HOME|DONTWRITEBYTECODE|PYCACHEPREFIX|IOENCODING|UTF8|WARNINGS"
+    r"|OPTIMIZE|DEVMODE|FAULTHANDLER|NOUSERSITE|USERBASE|UNBUFFERED|VERBOSE|SAFEPATH|INTMAXSTRDIGITS"
+    r"|COERCECLOCALE|MALLOC|BREAKPOINT|PLATLIBDIR|STARTUP|TRACEMALLOC|INSPECT|DEBUG)")
 
 
 def env_value_allowed(name):

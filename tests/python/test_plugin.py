@@ -703,15 +703,16 @@ def test_manifest_writes_env_names_but_no_secret_values(tmp_path):
         "LC_ALL": "C.UTF-8",
         "DEPLOY_API_TOKEN": "canary-123",
         "PYTHON_API_TOKEN": "canary-456",
+        "PYTHONPYPITOKEN": "canary-789",  # CPython's prefix, not CPython's variable
     }
     for root, out in ((probe, tmp_path / "manifest.json"), (digits, tmp_path / "digits.json")):
         subprocess.run([sys.executable, "-m", "evidence_gate_pytest", "manifest", str(out), "--root", str(root)],
                        env=env, cwd=str(tmp_path), check=True, timeout=TIMEOUT)
     text = (tmp_path / "manifest.json").read_text(encoding="utf-8")
-    assert "canary-123" not in text and "canary-456" not in text
+    assert "canary-123" not in text and "canary-456" not in text and "canary-789" not in text
     doc = json.loads(text)
     assert doc["schema"] == 1
-    assert {"DEPLOY_API_TOKEN", "PYTHON_API_TOKEN", "TZ", "PATH"} <= set(doc["env_names"])
+    assert {"DEPLOY_API_TOKEN", "PYTHON_API_TOKEN", "PYTHONPYPITOKEN", "TZ", "PATH"} <= set(doc["env_names"])
     assert doc["env_names"] == sorted(doc["env_names"])
     assert doc["env"] == {"LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "7",
                           "PYTHONPATH": str(PLUGIN_DIR), "TZ": "UTC"}
