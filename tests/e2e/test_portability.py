@@ -96,3 +96,16 @@ def test_secret_values_are_recorded_by_name_only(trees):
     assert "DEPLOY_API_TOKEN" in manifest
     assert_no_canary(trees["utc"], trees["tokyo"])
     assert CANARY not in trees["utc_run"].output + trees["tokyo_run"].output
+
+
+def test_bundles_in_any_order_give_a_byte_identical_ledger(trees, build_dir, tmp_path):
+    junit = tmp_path / "other.xml"
+    junit.write_text('<testsuite hostname="ci-box"><testcase classname="tests.test_clock" name="test_epoch_roundtrip"/></testsuite>')
+    bundles = [str(trees["tokyo"] / "evidence" / "clock"), str(junit), str(tmp_path / "missing")]
+    suite = trees["utc"] / "evidence" / "clock" / "suite.json"
+    ledgers = []
+    for order in (bundles, bundles[::-1]):
+        subprocess.run([build_dir / "tools" / "evgate", "ledger", f"--suite={suite}"], check=True, stdout=subprocess.DEVNULL,
+                       env=env(TZ="UTC", EVIDENCE_GATE_RUNNER_BUNDLES=";".join(order)))
+        ledgers.append((suite.parent / "ledger.jsonl").read_bytes())
+    assert ledgers[0] == ledgers[1]

@@ -1,11 +1,13 @@
 #include "runner_bundles.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
 #include "error.hpp"
 #include "json_io.hpp"
 #include "junit.hpp"
+#include "natural_order.hpp"
 
 namespace fs = std::filesystem;
 
@@ -91,6 +93,11 @@ RunnerBundles load_runner_bundles(const std::vector<std::string>& paths, const R
             bundles.left_out.emplace_back(path, e.what());
         }
     }
+    // The same bundles in any order make the same columns, so the ledger is byte-identical.
+    std::sort(bundles.names.begin(), bundles.names.end());
+    std::sort(bundles.runs.begin(), bundles.runs.end(),
+              [](const LoadedRun& a, const LoadedRun& b) { return natural_less(a.plan.id, b.plan.id); });
+    std::sort(bundles.left_out.begin(), bundles.left_out.end());
     return bundles;
 }
 
