@@ -4,8 +4,11 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,7 +193,37 @@ void save_stamps(const fs::path& file, const fs::path& root, const std::vector<G
     write_file_atomic(file, std::string(json.text()) + "\n");
 }
 
+std::mutex lock_mutex;
+int lock_depth = 0;
+int lock_fd = -1;
+
 }  // namespace
+
+FixtureLock::FixtureLock(const fs::path& root) {
+    const std::lock_guard<std::mutex> guard(lock_mutex);
+    if (lock_depth++ > 0) return;
+    const auto file = fs::temp_directory_path() / ("evidence-gate-" + sha256_hex(fs::weakly_canonical(root).string()).substr(0, 16) + ".lock");
+    lock_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
+        const int saved = errno;
+        if (lock_fd >= 0) ::close(lock_fd);
+        lock_fd = -1;
+        lock_depth = 0;
+        throw Error("cannot lock " + file.string() + " for the fixture groups of " + root.string() + ": " + std::strerror(saved));
+    }
+}
+
+FixtureLock::~FixtureLock() {
+    const std::lock_guard<std::mutex> guard(lock_mutex);
+    if (--lock_depth > 0 || lock_fd < 0) return;
+    ::close(lock_fd);  // releases the flock
+    lock_fd = -1;
+}
+
+std::optional<FixtureLock> FixtureStore::hold() const {
+    if (empty() && !fs::exists(lease_file())) return std::nullopt;
+    return std::optional<FixtureLock>(std::in_place, root_);
+}
 
 FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(suite.fixtures_dir()) {
     if (!suite.fixtures) return;
@@ -200,6 +233,7 @@ FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(s
 }
 
 void FixtureStore::snapshot() {
+    const auto held = hold();
     fs::create_directories(dir_);
     restore_if_pending();
     std::map<std::string, std::string> kept;  // path -> identity already in the pristine copy
@@ -252,6 +286,7 @@ std::vector<std::string> FixtureStore::restore() {
 }
 
 bool FixtureStore::restore_if_pending() {
+    const auto held = hold();
     if (!fs::exists(pending_marker())) return false;
     restore();
     return true;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,16 @@ struct GroupSnapshot {
     std::vector<FixtureFile> files;
 };
 
+// Held while fixture groups may be written: other evgate processes over the same ROOT (another
+// build tree of the same sources, another ctest) wait. Re-entrant within one process.
+class FixtureLock {
+public:
+    explicit FixtureLock(const std::filesystem::path& root);
+    ~FixtureLock();
+    FixtureLock(const FixtureLock&) = delete;
+    FixtureLock& operator=(const FixtureLock&) = delete;
+};
+
 class FixtureStore {
 public:
     // Parses the suite's fixture manifest (none: a store without groups).
@@ -33,6 +44,9 @@ public:
     const std::vector<FixtureGroup>& groups() const { return groups_; }
     std::filesystem::path lease_file() const { return dir_ / "groups.json"; }
 
+    // The ROOT-wide lock a run holds from before its first process until its last restore
+    // (nothing to hold without groups).
+    std::optional<FixtureLock> hold() const;
     // Completes a pending restore, then records the groups as they are now as pristine.
     void snapshot();
     // Marks the tree as possibly dirty until restore() completes.

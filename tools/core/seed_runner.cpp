@@ -152,6 +152,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     fs::remove_all(sandbox_of(suite, log));  // every run starts with an empty HOME and TMPDIR
     write_plan(dir / (plan.id + ".plan.json"), plan);
 
+    const auto held = store.hold();  // the groups are ours from the first process to the last restore
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;
     RunRecords seen;
