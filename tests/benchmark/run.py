@@ -1,0 +1,868 @@
+#!/usr/bin/env python3
+"""What evidence costs: Evidence Gate against plain pytest runs and the seed articles.
+
+    /usr/bin/python3 tests/benchmark/run.py --build <product build dir> [--quick]
+
+Generates a synthetic consumer project in a work directory outside the repository and
+measures, in one run on one machine (issue 7):
+
+  (a) `ctest -L evidence -j1` (SEEDS 4, PERTURB OFF: 5 runs) against 5 plain pytest runs;
+  (b) the same with `ctest -j2`;
+  (c) the per-test lease cost when nothing changed, against fixture size, and the seed
+      article's hash-everything conftest on the same files;
+  (d) `evgate gate` on generated run records (runs x 100,000 tests): time and peak memory,
+      against the seed articles' triage.py and gate.py on the same data.
+
+The seed articles' code is never part of the project: it is cut out of the article text at
+run time into the work directory and run from there. Prints a Markdown table on stdout
+(progress goes to stderr) and writes every figure to a JSON file. Python 3.11 stdlib only.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import pstats
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The consumer of issue 7: 1,000 quick tests in 50 modules over 1,000 fixture files in 10
+# leased groups. The file count stays fixed across sizes so that (c) varies bytes only.
+TESTS, MODULES, FILES, GROUPS = 1000, 50, 1000, 10
+PER_MODULE, PER_GROUP = TESTS // MODULES, FILES // GROUPS
+SEEDS = 4                                   # + the collection order: 5 runs
+MAIN_SIZE = 100 * 10**6                     # (a), (b) and the breakdown use the 100 MB tree
+SIZES = [10**6, 10**7, 10**8, 10**9]        # (c); 1 GB only without --quick
+THEIRS_BUDGET_S = 15                        # rough seconds of one measured seed-conftest run
+GATE_TESTS, GATE_RUNS = 100_000, 8          # (d)
+MEMORY_RUNS = [4, 8, 16]                    # (d): memory against runs at 100k tests
+MEMORY_TESTS = [50_000, 200_000]            # (d): memory against tests at 8 runs (not --quick)
+
+GOALS = {"a": 1.10, "b": 0.60, "d": 10.0}
+
+# Every process runs with Python's default bytecode caching, whatever this shell says: with
+# PYTHONDONTWRITEBYTECODE set, pytest re-rewrites every test module's asserts in every run,
+# in the plain runs and ours alike, which is not what a user's machine does.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------ measuring
+
+def run_measured(argv, cwd=None, env=None, output=None):
+    """Wall time, peak RSS and exit status of one process.
+
+    os.wait4 gives the rusage of exactly this child (with the children it reaped), where
+    getrusage(RUSAGE_CHILDREN) would report the largest child of the whole benchmark.
+    """
+    with open(output or os.devnull, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=env or CHILD_ENV, stdout=out,
+                                stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    # CPU time (user + system, the process and the children it reaped) barely moves with the
+    # load other work puts on the machine, where wall time does: a cross-check for ratios.
+    return {"s": seconds, "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_kb": usage.ru_maxrss,
+            "exit": proc.returncode}
+
+
+def run_checked(argv, cwd=None, env=None):
+    result = subprocess.run([str(a) for a in argv], cwd=cwd, env=env or CHILD_ENV, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"benchmark: error: {' '.join(map(str, argv))} exited {result.returncode}:\n"
+                         f"{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def bench(cases, repeats):
+    """Warm every case up once, then run the cases in turns so that drift hits all alike.
+
+    Returns {case: {"warmup": sample, "samples": [...]}}; nothing is dropped.
+    """
+    results = {}
+    for name, case in cases.items():
+        log(f"  warm-up {name}")
+        results[name] = {"warmup": loaded(case()), "samples": []}
+    for r in range(repeats):
+        for name, case in cases.items():
+            log(f"  repeat {r + 1}/{repeats} {name}")
+            results[name]["samples"].append(loaded(case()))
+    for entry in results.values():
+        entry["median_s"] = statistics.median(s["s"] for s in entry["samples"])
+        entry["median_cpu_s"] = statistics.median(s["cpu_s"] for s in entry["samples"])
+        entry["median_maxrss_kb"] = statistics.median(s["maxrss_kb"] for s in entry["samples"])
+    return results
+
+
+def loaded(sample):
+    """Note the 1-minute load average with each sample: other work on the machine shows."""
+    sample["loadavg_1min"] = os.getloadavg()[0]
+    return sample
+
+
+def median_steps(samples):
+    """Median seconds per CTest step over samples that carry ctest's step times."""
+    names = samples[0]["steps"].keys()
+    return {n: statistics.median(s["steps"].get(n, float("nan")) for s in samples) for n in names}
+
+
+# ------------------------------------------------------------- the seed articles' code
+
+def between(text, start, end):
+    a = text.index(start)
+    return text[a:text.index(end, a)]
+
+
+# The article text of seed 000 lost the indentation of gate.py; these are its indent levels,
+# one per line of the block (numbers only, no code), checked against the text and compiled.
+GATE_PY_INDENT = [0, 0, 0, 0, 0, 1, 1, 2, 1, 2, 2, 1, 2, 0, 1, 0, 1, 0]
+
+
+def extract_seed_code(seeds_dir, into):
+    """Cut conftest.py, triage.py and gate.py out of the seed articles into `into`."""
+    leases = (seeds_dir / "001_23ab53b4da62c47c.txt").read_text()
+    ledger = (seeds_dir / "000_8d207dbaee4f3a91.txt").read_text()
+    code = {
+        "conftest.py": between(leases, "# conftest.py — fixture lease instrumentation", "A test that legitimately rewrites"),
+        "triage.py": between(leases, "# triage.py", "Illustrative output"),
+    }
+    gate_lines = between(ledger, "# gate.py — non-zero exit", "Wire it into CI").strip().splitlines()
+    if len(gate_lines) != len(GATE_PY_INDENT):
+        raise SystemExit(f"benchmark: error: gate.py in the seed article has {len(gate_lines)} lines, "
+                         f"the indent table {len(GATE_PY_INDENT)}: update GATE_PY_INDENT")
+    code["gate.py"] = "\n".join("    " * n + line.strip() for n, line in zip(GATE_PY_INDENT, gate_lines)) + "\n"
+    into.mkdir(parents=True, exist_ok=True)
+    for name, text in code.items():
+        compile(text, name, "exec")  # a bad cut fails here, not as a mysterious timing
+        (into / name).write_text(text)
+    return {name: into / name for name in code}
+
+
+# ------------------------------------------------------------------ the consumer project
+
+TEST_MODULE_HEADER = '''"""Generated by tests/benchmark/run.py: quick tests that read fixture files."""
+import pathlib
+
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def head(group, index):
+    with open(FIXTURES / f"g{group}" / f"f{index:04d}.bin", "rb") as f:
+        return f.readline()
+'''
+
+CONSUMER_CMAKE = """cmake_minimum_required(VERSION 3.21)
+project(evidence_gate_benchmark NONE)
+enable_testing()
+find_package(EvidenceGate CONFIG REQUIRED)
+# The lease-free baseline of (c): the same tests and files with a manifest of no groups.
+option(BENCH_NO_GROUPS "lease no fixture groups" OFF)
+if(BENCH_NO_GROUPS)
+  evidence_gate_add_suite(bench TESTS tests SEEDS 4 PERTURB OFF FIXTURES no-groups.manifest)
+else()
+  evidence_gate_add_suite(bench TESTS tests SEEDS 4 PERTURB OFF)
+endif()
+"""
+
+
+def test_id(i):
+    return f"tests/test_m{i // PER_MODULE:02d}.py::test_{i:04d}"
+
+
+def write_fixtures(root, total_bytes):
+    """FILES files of total_bytes together: a header naming the file, then one random
+    block repeated (real data on disk, not sparse; hashing cost does not depend on entropy)."""
+    size = total_bytes // FILES
+    block = random.Random(7).randbytes(min(size, 1 << 20))
+    body = block * (size // len(block) + 1)
+    for i in range(FILES):
+        path = root / "fixtures" / f"g{i // PER_GROUP}" / f"f{i:04d}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = f"fixture {i:04d}\n".encode()
+        path.write_bytes(header + body[: size - len(header)])
+
+
+def write_tests(root):
+    (root / "tests").mkdir(parents=True, exist_ok=True)
+    for m in range(MODULES):
+        functions = [TEST_MODULE_HEADER]
+        for i in range(m * PER_MODULE, (m + 1) * PER_MODULE):
+            functions.append(f"def test_{i:04d}():\n    assert head({i // PER_GROUP}, {i}) == b'fixture {i:04d}\\n'\n")
+        (root / "tests" / f"test_m{m:02d}.py").write_text("\n\n".join(functions))
+
+
+def write_project_files(root):
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    (root / "fixtures.manifest").write_text(
+        "# fixture groups: name: glob\n" + "".join(f"g{g}: fixtures/g{g}/*.bin\n" for g in range(GROUPS)))
+    (root / "no-groups.manifest").write_text("# no groups: the lease-free baseline of the benchmark\n")
+
+
+def make_theirs(ours, theirs, conftest):
+    """The seed conftest's project: the same tests, and the very same fixture files
+    (hard links: same inodes on the same disk), with the extracted conftest.py at its root."""
+    theirs.mkdir(parents=True)
+    shutil.copytree(ours / "tests", theirs / "tests")
+    for name in ("pytest.ini", "fixtures.manifest"):
+        shutil.copy(ours / name, theirs / name)
+    shutil.copy(conftest, theirs / "conftest.py")
+    for src in sorted((ours / "fixtures").rglob("*.bin")):
+        dst = theirs / src.relative_to(ours)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.link(src, dst)
+
+
+def make_tree(base, total_bytes, conftest):
+    ours, theirs = base / "consumer", base / "theirs"
+    log(f"generating the consumer with {human_bytes(total_bytes)} of fixtures in {base}")
+    write_fixtures(ours, total_bytes)
+    write_tests(ours)
+    write_project_files(ours)
+    (ours / "CMakeLists.txt").write_text(CONSUMER_CMAKE)
+    make_theirs(ours, theirs, conftest)
+    return ours, theirs
+
+
+# ---------------------------------------------------------------------- CMake and CTest
+
+class Build:
+    """A configured build directory of the consumer and the commands CTest would run."""
+
+    def __init__(self, source, build, product, python, options=()):
+        run_checked(["cmake", "-S", source, "-B", build, f"-DEvidenceGate_DIR={product}",
+                     f"-DPython3_EXECUTABLE={python}", *options])
+        self.dir = build
+        shown = json.loads(run_checked(["ctest", "--show-only=json-v1"], cwd=build))
+        self.tests = {t["name"]: t for t in shown["tests"]}
+
+    def command(self, name):
+        return self.tests[name]["command"]
+
+    def property(self, name, key):
+        return next((p["value"] for p in self.tests[name].get("properties", []) if p["name"] == key), None)
+
+    def suite_file(self):
+        return next(a.split("=", 1)[1] for a in self.command("bench.gate") if a.startswith("--suite="))
+
+    def setup(self):
+        """Run the steps a seed run needs (fixtures snapshot, manifest, receipt)."""
+        run_checked(["ctest", "-R", r"^bench\.(fixtures|manifest|receipt)$"], cwd=self.dir)
+
+    def run_step(self, name, output=None):
+        return run_measured(self.command(name), cwd=self.property(name, "WORKING_DIRECTORY"), output=output)
+
+    def ctest(self, args, output):
+        sample = run_measured(["ctest", *args], cwd=self.dir, output=output)
+        sample["steps"], sample["not_passed"] = parse_ctest_steps(Path(output).read_text(errors="replace"))
+        return sample
+
+
+CTEST_LINE = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(\S.*?)\s+([\d.]+) sec\s*$")
+
+
+PER_TEST_ENTRIES = "(one CTest entry per pytest test, summed)"
+
+
+def parse_ctest_steps(text):
+    """{step: seconds} from ctest's progress lines, and the steps that did not pass.
+
+    CTest entries named for single pytest tests (node ids hold '::') are summed into one
+    step, so a thousand of them stay one line of the breakdown."""
+    steps, failed = {}, []
+    for line in text.splitlines():
+        if m := CTEST_LINE.search(line):
+            name = PER_TEST_ENTRIES if "::" in m.group(1) else m.group(1)
+            steps[name] = steps.get(name, 0.0) + float(m.group(3))
+            if m.group(2) != "Passed":
+                failed.append(f"{m.group(1)}: {m.group(2)}")
+    if failed:
+        log("  WARNING: ctest steps did not pass: " + "; ".join(failed))
+    return steps, failed
+
+
+# ------------------------------------------------------------ (a), (b): whole suite cost
+
+def plain_runs(python, root, n, output):
+    """n plain pytest runs in a row, as a user would type them."""
+    start = time.perf_counter()
+    runs = [run_measured([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root, output=output)
+            for _ in range(n)]
+    return {"s": time.perf_counter() - start, "cpu_s": sum(r["cpu_s"] for r in runs),
+            "maxrss_kb": max(r["maxrss_kb"] for r in runs), "exit": [r["exit"] for r in runs]}
+
+
+def measure_suite(build, python, root, logs, repeats):
+    runs = SEEDS + 1
+    cases = {
+        "plain": lambda: plain_runs(python, root, runs, logs / "plain.log"),
+        "ctest_j1": lambda: build.ctest(["-L", "evidence", "-j1"], logs / "ctest-j1.log"),
+        "ctest_j2": lambda: build.ctest(["-L", "evidence", "-j2"], logs / "ctest-j2.log"),
+    }
+    results = bench(cases, repeats)
+    plain = results["plain"]["median_s"]
+    figures = {"runs": runs, "plain": results["plain"]}
+    for key, case, jobs in (("a", "ctest_j1", 1), ("b", "ctest_j2", 2)):
+        entry = results[case]
+        samples = entry["samples"]
+        steps = median_steps(samples)
+        figures[key] = {
+            "jobs": jobs, "ctest": entry, "ratio": entry["median_s"] / plain, "goal": GOALS[key],
+            "ratio_cpu": entry["median_cpu_s"] / results["plain"]["median_cpu_s"],
+            "met": entry["median_s"] / plain <= GOALS[key],
+            "steps_median_s": steps,
+            "sum_of_steps_s": sum(steps.values()),
+            "ctest_exits": [s["exit"] for s in samples],
+            "all_steps_passed": all(s["exit"] == 0 for s in samples),
+            "not_passed": sorted({step for s in samples for step in s["not_passed"]}),
+        }
+    seed_tests = [n for n in build.tests if ".seed." in n]
+    figures["seed_resource_locks"] = sorted({str(build.property(n, "RESOURCE_LOCK")) for n in seed_tests})
+    return figures
+
+
+# ------------------------------------------------------------------- (c): lease cost
+
+def theirs_subset(total_bytes):
+    """How many tests the seed conftest runs at this size. It reads and hashes every group
+    twice per test (a full run at 1 GB would hash 2 TB), so its per-test cost is measured on
+    an evenly spread subset, the same with and without the conftest, sized by a rough
+    estimate (50 us per file, 1 GB/s) to take about THEIRS_BUDGET_S; the output says how many."""
+    estimate = 2 * (FILES * 50e-6 + total_bytes / 1e9)
+    return min(TESTS, max(10, int(THEIRS_BUDGET_S / estimate)))
+
+
+def theirs_run(python, theirs, ids, work, with_conftest, output):
+    env = dict(CHILD_ENV, LEASE_SEED="1", LEASE_REPORT=str(work / "lease-report.jsonl"),
+               LEASE_RESULTS=str(work / "results.jsonl"))
+    for name in ("lease-report.jsonl", "results.jsonl"):
+        (work / name).unlink(missing_ok=True)
+    argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *([] if with_conftest else ["--noconftest"]), *ids]
+    sample = run_measured(argv, cwd=theirs, env=env, output=output)
+    if with_conftest:  # the conftest really leased every test it ran
+        report = work / "lease-report.jsonl"
+        sample["leased_tests"] = sum(1 for _ in report.open()) if report.exists() else 0
+    return sample
+
+
+def measure_lease_cost(total_bytes, trees, product, python, work, repeats, main_build=None):
+    ours, theirs = trees
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    groups = main_build or Build(ours, work / "build-groups", product, python)
+    nogroups = Build(ours, work / "build-nogroups", product, python, ["-DBENCH_NO_GROUPS=ON"])
+    groups.setup()
+    nogroups.setup()
+    n = theirs_subset(total_bytes)
+    ids = [test_id(i * TESTS // n) for i in range(n)]
+    suite = groups.suite_file()
+    evgate = groups.command("bench.gate")[0]
+    cases = {
+        "plain": lambda: run_measured([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ours,
+                                      output=logs / "plain.log"),
+        "ours_groups": lambda: groups.run_step("bench.seed.1", logs / "seed-groups.log"),
+        "ours_nogroups": lambda: nogroups.run_step("bench.seed.1", logs / "seed-nogroups.log"),
+        "ours_restore": lambda: run_measured([evgate, "restore", f"--suite={suite}"], cwd=ours, output=logs / "restore.log"),
+        "theirs_with": lambda: theirs_run(python, theirs, ids, work, True, logs / "theirs-with.log"),
+        "theirs_without": lambda: theirs_run(python, theirs, ids, work, False, logs / "theirs-without.log"),
+    }
+    r = bench(cases, repeats)
+    ours_per_test = (r["ours_groups"]["median_s"] - r["ours_nogroups"]["median_s"]) / TESTS
+    theirs_per_test = (r["theirs_with"]["median_s"] - r["theirs_without"]["median_s"]) / n
+    cpu = {k: v["median_cpu_s"] for k, v in r.items()}
+    return {
+        "size_bytes": total_bytes, "tests": TESTS, "theirs_tests": n, "runs": r,
+        "ours_per_test_s": ours_per_test,
+        "ours_restore_per_test_s": r["ours_restore"]["median_s"] / TESTS,
+        "theirs_per_test_s": theirs_per_test,
+        "ours_per_test_cpu_s": (cpu["ours_groups"] - cpu["ours_nogroups"]) / TESTS,
+        "theirs_per_test_cpu_s": (cpu["theirs_with"] - cpu["theirs_without"]) / n,
+        "ratio_ours_theirs": ours_per_test / theirs_per_test if theirs_per_test > 0 else None,
+        "theirs_leased_tests": [s.get("leased_tests") for s in r["theirs_with"]["samples"]],
+    }
+
+
+# ----------------------------------------------------------------- (d): gate at scale
+
+def outcome_model(tests):
+    """Per test: how it behaves in run k. Mostly stable, a realistic sprinkle of the rest."""
+    rng = random.Random(42)
+    kinds = []
+    for _ in range(tests):
+        x = rng.random()
+        kinds.append("failing" if x < 0.005 else "order" if x < 0.008 else "skipped" if x < 0.010
+                     else "polluter" if x < 0.011 else "stable")
+    return kinds
+
+
+def behaviour(kind, run):
+    """(outcome, dirty groups, message) of a test of this kind in run `run`."""
+    if kind == "failing" or (kind == "order" and run % 2 == 1):
+        return "failed", [], "AssertionError: assert 2 == 3"
+    if kind == "skipped":
+        return "skipped", [], "not on this platform"
+    return "passed", (["g3"] if kind == "polluter" else []), ""
+
+
+class Templates:
+    """Record shapes taken from a real evidence directory of the product, so the generated
+    data keeps whatever keys the product writes today."""
+
+    def __init__(self, evidence):
+        self.suite = json.loads((evidence / "suite.json").read_text())
+        self.receipt = json.loads((evidence / "receipt.json").read_text())
+        plan = sorted((evidence / "runs").glob("seed.*.plan.json"))[0]
+        self.plan = json.loads(plan.read_text())
+        run = plan.with_name(plan.name.replace(".plan.json", ".jsonl"))
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        self.records = {r["event"]: r for r in records}
+        self.manifest = (evidence / "manifest.json").read_text()
+
+
+def receipt_digest(doc):
+    """The product's digest: sha256 of the compact JSON of everything before it (checked
+    against the real receipt in write_receipt)."""
+    return "sha256:" + hashlib.sha256(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def write_receipt(t, path, root, ids, receipt_id):
+    real = dict(t.receipt)
+    real_digest = real.pop("digest", None)
+    doc = dict(real)
+    test_shape = t.receipt["tests"][0]
+    doc.update(tests=[dict(test_shape, id=i) for i in ids], collected=len(ids), receipt_id=receipt_id,
+               rootdir=str(root), root=str(root), cwd=str(root), configfile=str(root / "pytest.ini"), conftests=[])
+    if real_digest is not None:
+        doc["digest"] = receipt_digest(doc)
+    path.write_text(json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
+    return real_digest == receipt_digest(real) if real_digest else None
+
+
+def write_run(t, evidence, root, run, order, kinds, index, receipt_id):
+    run_id = f"seed.{run}"
+    (evidence / "runs" / f"{run_id}.plan.json").write_text(json.dumps(dict(t.plan, id=run_id, order=run_id, seed=run, tests=order)) + "\n")
+    session = dict(t.records["session"], run=run_id, seed=run, rootdir=str(root), configfile=str(root / "pytest.ini"),
+                   conftests=[], collected=len(order), planned=len(order), unlisted=[], absent=[])
+    lines = [json.dumps(session, sort_keys=True)]
+    result_shape = t.records["result"]
+    for test in order:
+        outcome, dirty, message = behaviour(kinds[index[test]], run)
+        lines.append(json.dumps({"event": "start", "test": test}, sort_keys=True))
+        phases = {"setup": "passed", "call": outcome, "teardown": "passed"}
+        lines.append(json.dumps(dict(result_shape, test=test, outcome=outcome, dirty=dirty, message=message,
+                                     phases=phases, duration=0.0004), sort_keys=True))
+    lines.append(json.dumps(t.records["end"], sort_keys=True))
+    lines.append(json.dumps(dict(t.records["finished"], receipt=receipt_id, complete=True, processes=1, note="")))
+    (evidence / "runs" / f"{run_id}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def write_theirs(theirs, orders, kinds, index):
+    """The same outcomes in the seed articles' formats: results.jsonl and lease-report.jsonl
+    for triage.py (one line per test per run), the three-column ledger for gate.py."""
+    theirs.mkdir(parents=True, exist_ok=True)
+    with open(theirs / "results.jsonl", "w") as res, open(theirs / "lease-report.jsonl", "w") as lease:
+        for run, order in enumerate(orders):
+            for test in order:
+                outcome, dirty, _ = behaviour(kinds[index[test]], run)
+                res.write(json.dumps({"nodeid": test, "seed": run, "outcome": outcome}) + "\n")
+                lease.write(json.dumps({"nodeid": test, "seed": run, "dirty": dirty}) + "\n")
+    word = {"passed": "pass", "failed": "fail", "skipped": "skip"}
+    with open(theirs / "ledger.jsonl", "w") as ledger:
+        for test in orders[0]:
+            cols = [word[behaviour(kinds[index[test]], run)[0]] for run in range(3)]
+            ledger.write(json.dumps({"test": test, "local_r1": cols[0], "local_r2": cols[1], "runner": cols[2],
+                                     "env_sensitive": False}) + "\n")
+
+
+def write_gate_data(t, base, tests, runs):
+    """An evidence directory in our format and the same data in the articles' formats."""
+    log(f"generating gate data: {runs} runs x {tests} tests in {base}")
+    root, evidence = base / "root", base / "evidence"
+    (evidence / "runs").mkdir(parents=True)
+    root.mkdir()
+    (root / "pytest.ini").write_text("[pytest]\n")
+    ids = [f"tests/test_g{i // 100:04d}.py::test_{i:06d}" for i in range(tests)]
+    index = {test: i for i, test in enumerate(ids)}
+    kinds = outcome_model(tests)
+    receipt_id = f"bench{tests}x{runs}"
+    suite = dict(t.suite, name="gatebench", root=str(root), evidence_dir=str(evidence), seeds=runs - 1,
+                 fixtures="", baseline="", quarantine="", runner_bundles=[], perturb=False)
+    (evidence / "suite.json").write_text(json.dumps(suite, indent=2) + "\n")
+    digest_method_ok = write_receipt(t, evidence / "receipt.json", root, ids, receipt_id)
+    (evidence / "manifest.json").write_text(t.manifest)
+    orders = []
+    for run in range(runs):
+        order = list(ids)
+        if run:
+            random.Random(run).shuffle(order)
+        orders.append(order)
+        write_run(t, evidence, root, run, order, kinds, index, receipt_id)
+    write_theirs(base / "theirs", orders, kinds, index)
+    counts = {k: kinds.count(k) for k in sorted(set(kinds))}
+    return {"suite": evidence / "suite.json", "ledger": evidence / "ledger.jsonl", "theirs": base / "theirs",
+            "kinds": counts, "receipt_digest_method_verified": digest_method_ok}
+
+
+def checked_gate(evgate, data, output):
+    """evgate gate blocks on this data (exit 1: it holds failing tests); anything else is an error."""
+    sample = run_measured([evgate, "gate", f"--suite={data['suite']}"], output=output)
+    rows = sum(1 for _ in data["ledger"].open()) if data["ledger"].exists() else 0
+    sample["ledger_rows"] = rows
+    # What the command leaves beside the ledger (per-test verdict files, reports): output
+    # volume that costs I/O rather than CPU, visible as wall time well above CPU time.
+    evidence = data["ledger"].parent
+    sample["files_written"] = sum(len(files) for _, _, files in os.walk(evidence / "verdicts"))
+    sample["reports_bytes"] = sum(f.stat().st_size for f in evidence.glob("report.*"))
+    if sample["exit"] not in (0, 1) or rows == 0:
+        log(f"  WARNING: evgate gate exited {sample['exit']} with {rows} ledger rows; see {output}")
+    return sample
+
+
+def measure_gate(evgate, python, seed_code, templates, work, repeats, quick):
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    points = [(GATE_TESTS, r) for r in MEMORY_RUNS] + ([] if quick else [(t, GATE_RUNS) for t in MEMORY_TESTS])
+    figures = {"points": []}
+    for tests, runs in points:
+        data = write_gate_data(templates, work / f"{tests}x{runs}", tests, runs)
+        theirs = data["theirs"]
+        cases = {
+            "ours": lambda: checked_gate(evgate, data, logs / f"gate-{tests}x{runs}.log"),
+            "triage": lambda: run_measured([python, seed_code["triage.py"]], cwd=theirs, output=logs / f"triage-{tests}x{runs}.log"),
+        }
+        if (tests, runs) == (GATE_TESTS, GATE_RUNS):
+            cases["gate_py"] = lambda: run_measured([python, seed_code["gate.py"], "ledger.jsonl"], cwd=theirs,
+                                                    output=logs / f"gate_py-{tests}.log")
+        r = bench(cases, repeats)
+        point = {"tests": tests, "runs": runs, "kinds": data["kinds"],
+                 "receipt_digest_method_verified": data["receipt_digest_method_verified"], **r}
+        figures["points"].append(point)
+        if (tests, runs) == (GATE_TESTS, GATE_RUNS):
+            figures["perf_profile"] = perf_profile([evgate, "gate", f"--suite={data['suite']}"], work / "perf.data")
+        shutil.rmtree(work / f"{tests}x{runs}")  # 100s of MB each; the figures are kept
+    main = next(p for p in figures["points"] if (p["tests"], p["runs"]) == (GATE_TESTS, GATE_RUNS))
+    for name in ("triage", "gate_py"):
+        figures[f"speedup_vs_{name}"] = main[name]["median_s"] / main["ours"]["median_s"]
+        figures[f"memory_ratio_vs_{name}"] = main[name]["median_maxrss_kb"] / main["ours"]["median_maxrss_kb"]
+    figures["goal"] = GOALS["d"]
+    figures["met"] = min(figures["speedup_vs_triage"], figures["speedup_vs_gate_py"]) >= GOALS["d"]
+    return figures
+
+
+# ----------------------------------------------------------- breakdown and profile
+
+def measure_breakdown(python, root, logs, repeats):
+    """Costs a seed run cannot avoid, for the breakdown: interpreter + pytest start-up
+    (one test), and a plain collection (what the receipt step does besides recording)."""
+    cases = {
+        "pytest_one_test": lambda: run_measured([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_id(0)],
+                                                cwd=root, output=logs / "one-test.log"),
+        "pytest_collect_only": lambda: run_measured([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only"],
+                                                    cwd=root, output=logs / "collect.log"),
+        "python_start": lambda: run_measured([python, "-c", "pass"]),
+    }
+    return bench(cases, repeats)
+
+
+PROFILE_WRAPPER = """#!/bin/sh
+# Profiles every `python -m ...` the product starts (the pytest runs); anything else passes through.
+if [ "$1" = "-m" ]; then exec {python} -m cProfile -o "{out}/$$.prof" "$@"; fi
+exec {python} "$@"
+"""
+
+
+def profile_seed_run(root, product, python, work):
+    """One seed run with every pytest process under cProfile: where the in-process time goes."""
+    prof = work / "profiles"
+    prof.mkdir(parents=True)
+    wrapper = work / "python-profiled"
+    wrapper.write_text(PROFILE_WRAPPER.format(python=python, out=prof))
+    wrapper.chmod(0o755)
+    build = Build(root, work / "build-profile", product, wrapper)
+    build.setup()
+    for f in prof.glob("*.prof"):
+        f.unlink()
+    sample = build.run_step("bench.seed.1", work / "profile-seed.log")
+    files = sorted(prof.glob("*.prof"))
+    if not files:
+        return {"error": "no profile written", "sample": sample}
+    stats = pstats.Stats(*map(str, files))
+    rows = []
+    for (path, line, func), (cc, nc, tt, ct, _) in stats.stats.items():
+        rows.append({"function": f"{Path(path).name}:{line}({func})", "calls": nc, "tottime_s": tt, "cumtime_s": ct})
+    rows.sort(key=lambda r: r["tottime_s"], reverse=True)
+    return {"processes": len(files), "total_s": stats.total_tt, "wall_s": sample["s"], "top_tottime": rows[:12]}
+
+
+PERF_LINE = re.compile(r"^\s*([\d.]+)%\s+\[(.)\]\s+(.*?)\s*$")
+
+
+def perf_profile(argv, data_file):
+    """Where a native tool spends its time: the top symbols of `perf record`, where perf exists."""
+    if shutil.which("perf") is None:
+        return {"error": "perf is not installed"}
+    record = subprocess.run(["perf", "record", "-o", data_file, "--", *map(str, argv)], capture_output=True, text=True)
+    report = subprocess.run(["perf", "report", "-i", data_file, "--stdio", "--no-children", "--sort", "symbol"],
+                            capture_output=True, text=True)
+    # perf pads the symbol column and may append empty columns ("-  -"): cut them off.
+    rows = [{"percent": float(m.group(1)), "where": "kernel" if m.group(2) == "k" else "user",
+             "symbol": re.sub(r"(\s+-)*\s*$", "", m.group(3))[:160]}
+            for line in report.stdout.splitlines() if (m := PERF_LINE.match(line))]
+    Path(data_file).unlink(missing_ok=True)
+    if not rows:
+        return {"error": f"perf gave no samples: {record.stderr.strip()[-300:]} {report.stderr.strip()[-300:]}"}
+    return {"top": rows[:15]}
+
+
+# --------------------------------------------------------------- machine and versions
+
+def machine():
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
+    mem = re.search(r"^MemTotal:\s*(\d+) kB", meminfo, re.M)
+    return {
+        "nproc": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)),
+        "cpu_model": model.group(1) if model else platform.processor(),
+        "memory_gb": round(int(mem.group(1)) / 2**20, 1) if mem else None,
+        "kernel": platform.release(),
+        "loadavg_at_start": os.getloadavg(),
+    }
+
+
+def versions(python, product):
+    py = run_checked([python, "-c", "import sys, pytest; print(sys.version.split()[0], pytest.__version__)"]).split()
+    cache = (Path(product) / "CMakeCache.txt").read_text()
+    source = re.search(r"^EvidenceGate_SOURCE_DIR:STATIC=(.*)$", cache, re.M).group(1)
+    commit = run_checked(["git", "-C", source, "rev-parse", "HEAD"]).strip()
+    # Uncommitted product files make the commit alone an incomplete description of the build.
+    dirty = run_checked(["git", "-C", source, "status", "--porcelain", "--", "tools", "modules", "templates",
+                         "cmake", "CMakeLists.txt"]).splitlines()
+    return {
+        "python": py[0], "pytest": py[1], "python_executable": python,
+        "cmake": run_checked(["cmake", "--version"]).splitlines()[0],
+        "evgate_source": source, "evgate_commit": commit, "evgate_uncommitted_files": [l[3:] for l in dirty],
+    }
+
+
+# ------------------------------------------------------------------------ reporting
+
+def human_bytes(n):
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} B"
+
+
+def size_dir(total_bytes):
+    return "c-" + human_bytes(total_bytes).replace(" ", "")
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.3f} ms" if abs(seconds) < 0.01 else f"{seconds * 1000:.1f} ms"
+
+
+def yes_no(flag):
+    return "yes" if flag else "**no**"
+
+
+def flatness(curve):
+    """(c) is flat when the per-test cost at the largest size is within 1.5x (+0.05 ms) of the smallest."""
+    first, last = curve[0]["ours_per_test_s"], curve[-1]["ours_per_test_s"]
+    return last <= 1.5 * max(first, 0) + 0.00005
+
+
+def markdown(result):
+    a, b, c, d = result["a"], result["b"], result["c"], result["d"]
+    m = result["machine"]
+    plain = result["suite"]["plain"]["median_s"]
+    lines = [f"Measured {result['date']} on {m['cpu_model']}, {m['nproc']} cores, {m['memory_gb']} GB; "
+             f"Python {result['versions']['python']}, pytest {result['versions']['pytest']}, "
+             f"evgate {result['versions']['evgate_commit'][:10]}"
+             + (" + uncommitted changes" if result["versions"]["evgate_uncommitted_files"] else "")
+             + f"; median of {result['settings']['repeats']} after a warm-up.", ""]
+    main_c = next(p for p in c if p["size_bytes"] == MAIN_SIZE)
+    dm = next(p for p in d["points"] if (p["tests"], p["runs"]) == (GATE_TESTS, GATE_RUNS))
+    lines += [
+        "| figure | Evidence Gate | baseline | ratio | goal | met |",
+        "|---|---|---|---|---|---|",
+        f"| (a) `ctest -L evidence -j1`, {SEEDS} seeds + collection order, vs {result['suite']['runs']} plain pytest runs "
+        f"| {a['ctest']['median_s']:.1f} s | {plain:.1f} s | {a['ratio']:.2f} | ≤ {a['goal']} | {yes_no(a['met'])} |",
+        f"| (b) the same with `-j2` | {b['ctest']['median_s']:.1f} s | {plain:.1f} s | {b['ratio']:.2f} | ≤ {b['goal']} | {yes_no(b['met'])} |",
+        f"| (c) lease cost per test, nothing changed, {human_bytes(MAIN_SIZE)} (seed conftest as baseline) "
+        f"| {ms(main_c['ours_per_test_s'])} | {ms(main_c['theirs_per_test_s'])} | {main_c['ratio_ours_theirs']:.4f} "
+        f"| flat in size | {yes_no(result['c_flat'])} |",
+        f"| (d) `evgate gate`, {GATE_RUNS} runs × {GATE_TESTS:,} tests, vs triage.py | {dm['ours']['median_s']:.2f} s, "
+        f"{dm['ours']['median_maxrss_kb'] / 1024:.0f} MB | {dm['triage']['median_s']:.2f} s, {dm['triage']['median_maxrss_kb'] / 1024:.0f} MB "
+        f"| {d['speedup_vs_triage']:.1f}× faster | ≥ 10× | {yes_no(d['speedup_vs_triage'] >= GOALS['d'])} |",
+        f"| (d) `evgate gate` vs gate.py (its 3-column ledger, {GATE_TESTS:,} rows) | {dm['ours']['median_s']:.2f} s | "
+        f"{dm['gate_py']['median_s']:.2f} s, {dm['gate_py']['median_maxrss_kb'] / 1024:.0f} MB | {d['speedup_vs_gate_py']:.1f}× faster "
+        f"| ≥ 10× | {yes_no(d['speedup_vs_gate_py'] >= GOALS['d'])} |",
+        "", f"CPU-time ratios (user + system of every process; insensitive to the machine's load, which was "
+        f"{m['loadavg_at_start'][0]:.1f} at the start and {m['loadavg_at_end'][0]:.1f} at the end): "
+        f"(a) {a['ratio_cpu']:.2f}, (b) {b['ratio_cpu']:.2f}.",
+        "", "(c) lease cost per test against fixture size (1,000 files in 10 groups; only the file size changes):", "",
+        "| fixtures | ours per test (CPU) | of it: restore after the run | seed conftest per test (CPU; tests timed) | ours / theirs |",
+        "|---|---|---|---|---|",
+    ]
+    for p in c:
+        lines.append(f"| {human_bytes(p['size_bytes'])} | {ms(p['ours_per_test_s'])} ({ms(p['ours_per_test_cpu_s'])}) "
+                     f"| {ms(p['ours_restore_per_test_s'])} | {ms(p['theirs_per_test_s'])} ({ms(p['theirs_per_test_cpu_s'])}; "
+                     f"{p['theirs_tests']}) | {p['ratio_ours_theirs']:.4f} |")
+    lines += ["", "(d) gate time and peak memory against runs and tests:", "",
+              "| runs × tests | evgate gate | peak RSS | triage.py | peak RSS | faster | less memory |", "|---|---|---|---|---|---|---|"]
+    for p in d["points"]:
+        o, t = p["ours"], p["triage"]
+        lines.append(f"| {p['runs']} × {p['tests']:,} | {o['median_s']:.2f} s | {o['median_maxrss_kb'] / 1024:.0f} MB "
+                     f"| {t['median_s']:.2f} s | {t['median_maxrss_kb'] / 1024:.0f} MB | {t['median_s'] / o['median_s']:.1f}× "
+                     f"| {t['median_maxrss_kb'] / o['median_maxrss_kb']:.1f}× |")
+    for key in ("a", "b"):
+        if result[key]["not_passed"]:
+            lines += ["", f"Note ({key}): ctest reported steps that did not pass: {', '.join(result[key]['not_passed'])}."]
+    lines += ["", *breakdown_lines(result)]
+    return "\n".join(lines)
+
+
+def breakdown_lines(result):
+    """Where the time of (a) goes: one seed run taken apart, the CTest steps, and profiles."""
+    a, b, bd = result["a"], result["b"], result["breakdown"]
+    runs = next(p for p in result["c"] if p["size_bytes"] == MAIN_SIZE)["runs"]
+
+    def row(label, entry):
+        return f"| {label} | {entry['median_s']:.3f} | {entry['median_cpu_s']:.3f} |"
+
+    def diff(label, x, y):
+        return (f"| → {label} | {runs[x]['median_s'] - runs[y]['median_s']:.3f} "
+                f"| {runs[x]['median_cpu_s'] - runs[y]['median_cpu_s']:.3f} |")
+
+    lines = [f"Where the time goes ({human_bytes(MAIN_SIZE)} consumer, medians; the seed-run rows were measured in turns):", "",
+             "| cost | wall s | CPU s |", "|---|---|---|",
+             row("python start-up (`python3 -c pass`)", bd["python_start"]),
+             row("pytest start-up + 1 test", bd["pytest_one_test"]),
+             row("plain pytest `--collect-only` (the receipt step's collection)", bd["pytest_collect_only"]),
+             row("plain pytest run, 1,000 tests", runs["plain"]),
+             row("`evgate run` seed run, no fixture groups", runs["ours_nogroups"]),
+             row("`evgate run` seed run, 10 groups", runs["ours_groups"]),
+             diff("plugin + runner overhead per run (no groups − plain)", "ours_nogroups", "plain"),
+             diff("lease cost per run (10 groups − no groups)", "ours_groups", "ours_nogroups"),
+             row("→ of it: `evgate restore` alone (what follows every seed run)", runs["ours_restore"]),
+             "", f"CTest steps (medians): `-j1` wall {a['ctest']['median_s']:.1f} s, sum of steps {a['sum_of_steps_s']:.1f} s; "
+             f"`-j2` wall {b['ctest']['median_s']:.1f} s, sum of steps {b['sum_of_steps_s']:.1f} s "
+             f"(parallelism {b['sum_of_steps_s'] / b['ctest']['median_s']:.2f}):", "",
+             "| step | `-j1` s | `-j2` s |", "|---|---|---|"]
+    lines += [f"| {name} | {sec:.2f} | {b['steps_median_s'].get(name, float('nan')):.2f} |" for name, sec in a["steps_median_s"].items()]
+    prof = result.get("profile", {})
+    if prof.get("top_tottime"):
+        lines += ["", f"cProfile of one seed run's pytest process ({prof['total_s']:.1f} s profiled), top self time:", "",
+                  "| function | calls | self s | cumulative s |", "|---|---|---|---|"]
+        lines += [f"| `{r['function']}` | {r['calls']} | {r['tottime_s']:.2f} | {r['cumtime_s']:.2f} |" for r in prof["top_tottime"][:8]]
+    lines += gate_cost_lines(result["d"])
+    return lines
+
+
+def gate_cost_lines(d):
+    main = next(p for p in d["points"] if (p["tests"], p["runs"]) == (GATE_TESTS, GATE_RUNS))
+    ours = main["ours"]
+    last = ours["samples"][-1]
+    lines = ["", f"`evgate gate` at {GATE_RUNS} runs × {GATE_TESTS:,} tests: wall {ours['median_s']:.1f} s, "
+             f"CPU {ours['median_cpu_s']:.1f} s (first run into an empty directory: wall {ours['warmup']['s']:.1f} s, "
+             f"CPU {ours['warmup']['cpu_s']:.1f} s); it writes {last.get('files_written', 0):,} verdict files and "
+             f"{last.get('reports_bytes', 0) / 1e6:.0f} MB of reports besides the ledger."]
+    perf = d.get("perf_profile", {})
+    if perf.get("top"):
+        lines += ["", "perf profile of that command, top self time (CPU samples only):", "",
+                  "| % | where | symbol |", "|---|---|---|"]
+        lines += [f"| {r['percent']:.1f} | {r['where']} | `{r['symbol'][:90]}` |" for r in perf["top"][:10]]
+    return lines
+
+
+# ----------------------------------------------------------------------------- main
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", required=True, type=Path, help="the product's build directory (EvidenceGate_DIR)")
+    parser.add_argument("--quick", action="store_true", help="1 repeat, no 1 GB tree, fewer gate points")
+    parser.add_argument("--python", default="/usr/bin/python3", help="interpreter with pytest, for every run")
+    parser.add_argument("--workdir", type=Path, help="where to generate everything (default: a new temp dir)")
+    parser.add_argument("--json", type=Path, help="JSON output (default: <workdir>/benchmark.json)")
+    parser.add_argument("--seeds", type=Path, default=REPO.parent / "shared" / "seeds", help="the seed articles")
+    parser.add_argument("--keep", action="store_true", help="keep the generated trees (GBs) after the run")
+    return parser.parse_args()
+
+
+def prepare_workdir(requested):
+    work = (requested or Path(tempfile.mkdtemp(prefix="evidence-gate-bench-"))).resolve()
+    if work == REPO or REPO in work.parents:
+        raise SystemExit(f"benchmark: error: the work directory must be outside the repository: {work}")
+    work.mkdir(parents=True, exist_ok=True)
+    if any(work.iterdir()) and requested:
+        raise SystemExit(f"benchmark: error: the work directory is not empty: {work}")
+    return work
+
+
+def main():
+    args = parse_args()
+    product = args.build.resolve()
+    work = prepare_workdir(args.workdir)
+    repeats = 1 if args.quick else 3
+    log(f"work directory {work}")
+    (work / "logs").mkdir()
+    result = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "machine": machine(), "versions": versions(args.python, product),
+              "settings": {"repeats": repeats, "warmup": 1, "quick": args.quick, "workdir": str(work),
+                           "tests": TESTS, "modules": MODULES, "files": FILES, "groups": GROUPS, "seeds": SEEDS,
+                           "bytecode_cache": "on for every process (PYTHONDONTWRITEBYTECODE removed; set in the "
+                                             f"calling shell: {'PYTHONDONTWRITEBYTECODE' in os.environ})"}}
+    seed_code = extract_seed_code(args.seeds, work / "seed-code")
+    sizes = [s for s in SIZES if not (args.quick and s > MAIN_SIZE)]
+    trees = {s: make_tree(work / "trees" / size_dir(s), s, seed_code["conftest.py"]) for s in sizes}
+    main_root = trees[MAIN_SIZE][0]
+    main_build = Build(main_root, work / size_dir(MAIN_SIZE) / "build-groups", product, args.python)
+
+    log("(a), (b): ctest -L evidence against plain pytest runs")
+    result["suite"] = measure_suite(main_build, args.python, main_root, work / "logs", repeats)
+    result["a"], result["b"] = result["suite"].pop("a"), result["suite"].pop("b")
+    templates = Templates(Path(main_build.suite_file()).parent)  # before (c) replaces the runs
+    log("breakdown: start-up and collection")
+    result["breakdown"] = measure_breakdown(args.python, main_root, work / "logs", repeats)
+    result["c"] = []
+    for size in sizes:
+        log(f"(c): lease cost at {human_bytes(size)}")
+        here = work / size_dir(size)
+        result["c"].append(measure_lease_cost(size, trees[size], product, args.python, here, repeats,
+                                              main_build if size == MAIN_SIZE else None))
+    result["c_flat"] = flatness(result["c"])
+    log("(d): the gate on generated run records")
+    result["d"] = measure_gate(main_build.command("bench.gate")[0], args.python, seed_code, templates, work / "gate", repeats, args.quick)
+    log("profile: one seed run under cProfile")
+    result["profile"] = profile_seed_run(main_root, product, args.python, work / "profile")
+    result["machine"]["loadavg_at_end"] = os.getloadavg()
+
+    out = args.json or work / "benchmark.json"
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    if not args.keep:
+        shutil.rmtree(work / "trees", ignore_errors=True)
+        for build in work.rglob("build-*"):
+            shutil.rmtree(build / "evidence", ignore_errors=True)  # pristine copies: as big as the trees
+    print(markdown(result))
+    log(f"figures: {out}")
+
+
+if __name__ == "__main__":
+    main()
