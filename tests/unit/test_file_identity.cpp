@@ -12,37 +12,14 @@
 
 #include "error.hpp"
 #include "file_identity.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 using evgate::file_state;
+using evgate::test::AsNobody;
+using evgate::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("evgate-identity-" + std::to_string(::getpid()) + "-" +
-                                                 std::to_string(std::random_device{}()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-};
-
-// Root reads any file; drop to `nobody` for a permission test and come back.
-class AsNobody {
-public:
-    AsNobody() : was_root_(::geteuid() == 0) {
-        if (was_root_) REQUIRE(::seteuid(65534) == 0);
-    }
-    ~AsNobody() {
-        if (was_root_) (void)::seteuid(0);
-    }
-    AsNobody(const AsNobody&) = delete;
-    AsNobody& operator=(const AsNobody&) = delete;
-
-private:
-    bool was_root_;
-};
 
 long max_rss_kib() {
     rusage usage{};

@@ -10,10 +10,12 @@
 
 #include "error.hpp"
 #include "glob.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 using evgate::compile_glob;
 using Paths = std::vector<std::string>;
+using evgate::test::AsNobody;
 
 namespace {
 
@@ -44,22 +46,6 @@ struct TempTree {
         fs::create_directories((root / relative).parent_path());
         std::ofstream(root / relative) << relative;
     }
-};
-
-// Root reads any directory; drop to `nobody` for a permission test and come back.
-class AsNobody {
-public:
-    AsNobody() : was_root_(::geteuid() == 0) {
-        if (was_root_) REQUIRE(::seteuid(65534) == 0);
-    }
-    ~AsNobody() {
-        if (was_root_) (void)::seteuid(0);
-    }
-    AsNobody(const AsNobody&) = delete;
-    AsNobody& operator=(const AsNobody&) = delete;
-
-private:
-    bool was_root_;
 };
 
 }  // namespace

@@ -8,22 +8,11 @@
 
 #include "error.hpp"
 #include "json_io.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 
-namespace {
-
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("evgate-json-" + std::to_string(::getpid()) + "-" +
-                                                 std::to_string(std::random_device{}()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-};
-
-}  // namespace
+using evgate::test::TempDir;
 
 TEST_CASE("parse_json reports file, line and column", "[json_io]") {
     CHECK(evgate::parse_json(R"({"a": [1, 2]})", "x.json")["a"].Size() == 2);

@@ -53,11 +53,4 @@ std::string shell_quote(const std::string& word) {
     return out + "'";
 }
 
-std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment) {
-    std::string line = "cd " + shell_quote(spec.cwd.string()) + " && env";
-    for (const auto& entry : shown_environment) line += " " + shell_quote(entry);
-    for (const auto& word : spec.argv) line += " " + shell_quote(word);
-    return line;
-}
-
 }  // namespace evgate

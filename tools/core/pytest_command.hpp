@@ -21,8 +21,7 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
 // That sandbox: evidence/sandbox/<log stem>/{home,tmp}, created if missing.
 std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log);
 
-// The same command as one line a user can paste into a shell (for `reproduce`).
-std::string shell_command(const ProcessSpec& spec, const std::vector<std::string>& shown_environment);
+// `word` as one shell word, quoted only where it must be (for `reproduce` commands).
 std::string shell_quote(const std::string& word);
 
 // How pytest ended, in words: "exit 3 (pytest: internal error)".

@@ -1,0 +1,43 @@
+// What several unit test files need: a scratch directory, and dropping root for a moment.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include <unistd.h>
+
+namespace evgate::test {
+
+// A fresh directory below the temp dir, removed (whatever it holds) at the end of the test.
+struct TempDir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("evgate-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    TempDir() { std::filesystem::create_directories(path); }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+};
+
+// Root reads anything; drop to `nobody` for a permission test and come back.
+class AsNobody {
+public:
+    AsNobody() : was_root_(::geteuid() == 0) {
+        if (was_root_) REQUIRE(::seteuid(65534) == 0);
+    }
+    ~AsNobody() {
+        if (was_root_) (void)::seteuid(0);
+    }
+    AsNobody(const AsNobody&) = delete;
+    AsNobody& operator=(const AsNobody&) = delete;
+
+private:
+    bool was_root_;
+};
+
+}  // namespace evgate::test
