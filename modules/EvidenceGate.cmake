@@ -386,7 +386,10 @@ function(evidence_gate_add_suite name)
   set(suite_arg "--suite=${suite_file}")
   set(labels evidence ${name} ${arg_LABELS})
   string(SHA1 root_hash "${root}")
-  set(lock "evidence-gate-fixtures-${root_hash}")  # suites sharing a ROOT never race on its files
+  # Seed runs share the fixture groups side by side (evgate locks them and runs again, alone,
+  # whatever ran beside a run that changed them); the steps that mostly need them alone take
+  # turns in CTest's schedule too.
+  set(lock "evidence-gate-fixtures-${root_hash}")
   set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
   if(fixtures)
@@ -406,13 +409,13 @@ function(evidence_gate_add_suite name)
   foreach(seed RANGE 0 ${arg_SEEDS})
     add_test(NAME ${name}.seed.${seed} COMMAND ${tool} run ${suite_arg} --seed ${seed})
     set_tests_properties(${name}.seed.${seed} PROPERTIES SKIP_RETURN_CODE 77  # another shard's seed
-      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs RESOURCE_LOCK "${run_lock}")
+      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
     list(APPEND steps ${name}.seed.${seed})
   endforeach()
   if(arg_PERTURB)
     add_test(NAME ${name}.perturbed COMMAND ${tool} perturbed ${suite_arg})
     set_tests_properties(${name}.perturbed PROPERTIES SKIP_RETURN_CODE 77
-      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs RESOURCE_LOCK "${run_lock}")
+      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
     list(APPEND steps ${name}.perturbed)
   endif()
   add_test(NAME ${name}.rerun COMMAND ${tool} rerun ${suite_arg})

@@ -6,9 +6,12 @@
 #include <thread>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <fcntl.h>
 
 #include "fixture_store.hpp"
+#include "receipt.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
@@ -52,7 +55,6 @@ TEST_CASE("restore brings changed, removed, added and chmodded files back to pri
     FixtureStore store(p.suite);
     store.snapshot();
 
-    store.begin_run("seed.1");
     p.write("data/a.json", "{\"a\": 9}\n");  // same size, new content
     fs::remove(p.root / "data/b.json");
     p.write("data/c.json", "new\n");
@@ -88,12 +90,18 @@ TEST_CASE("a rewrite that keeps size and mtime is still caught (ctime moves)", "
 TEST_CASE("a pending restore left by a killed run is completed before anything else", "[store]") {
     Project p("cfg: config/*.ini\n");
     p.write("config/x.ini", "pristine\n");
-    {
+    FixtureStore(p.suite).snapshot();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // a run that dirties the groups and dies without restoring, as after kill -9
         FixtureStore store(p.suite);
-        store.snapshot();
-        store.begin_run("seed.3");
+        FixtureStore::Lease lease(store, TreeAccess::shared);
         p.write("config/x.ini", "polluted by a run that was killed\n");
-    }  // no restore: as after kill -9
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(p.read("config/x.ini") == "polluted by a run that was killed\n");
     FixtureStore again(p.suite);
     CHECK(again.restore_if_pending());
     CHECK(p.read("config/x.ini") == "pristine\n");
@@ -102,12 +110,24 @@ TEST_CASE("a pending restore left by a killed run is completed before anything e
     CHECK(p.read("config/x.ini") == "pristine\n");
 }
 
+TEST_CASE("a live run's marker is not pending: runs beside it neither restore nor wait", "[store]") {
+    Project p("cfg: config/*.ini\n");
+    p.write("config/x.ini", "pristine\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    FixtureStore::Lease running(store, TreeAccess::shared);
+    p.write("config/x.ini", "being written by the running run\n");
+    FixtureStore beside(p.suite);
+    CHECK_FALSE(beside.restore_if_pending());  // would block on the tree lock if it tried
+    FixtureStore::Lease second(beside, TreeAccess::shared);  // shared leases go side by side
+    CHECK(p.read("config/x.ini") == "being written by the running run\n");
+}
+
 TEST_CASE("restore never writes through a link that replaced a directory, and puts the directory back", "[store]") {
     Project p("db: data/sub/*.json\n");
     p.write("data/sub/a.json", "inside\n");
     FixtureStore store(p.suite);
     store.snapshot();
-    store.begin_run("seed.1");
     fs::create_directories(p.top / "outside");
     fs::remove_all(p.root / "data/sub");
     fs::create_directory_symlink(p.top / "outside", p.root / "data/sub");
@@ -125,7 +145,6 @@ TEST_CASE("a symlink in a group is restored as a link, never followed", "[store]
     fs::create_symlink(p.top / "outside/secret", p.root / "data/link");
     FixtureStore store(p.suite);
     store.snapshot();
-    store.begin_run("seed.1");
     fs::remove(p.root / "data/link");
     p.write("data/link", "a file now\n");
     store.restore();
@@ -135,4 +154,60 @@ TEST_CASE("a symlink in a group is restored as a link, never followed", "[store]
     std::string text;
     std::getline(in, text);
     CHECK(text == "outside ROOT");
+}
+
+TEST_CASE("a lease whose run changed nothing only reads; one that finds a change restores it and is logged", "[store]") {
+    Project p("db: data/*.json\n");
+    p.write("data/a.json", "{}\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the racy window
+    FixtureStore store(p.suite);
+    store.snapshot();
+    const auto stamps = p.top / "build/evidence/s/fixtures/stamps.json";
+    const auto stamped = fs::last_write_time(stamps);
+    std::string quiet_token, dirty_token;
+    std::vector<std::string> restored;
+    std::thread beside;
+    {
+        FixtureStore::Lease quiet(store, TreeAccess::shared);
+        quiet_token = quiet.token();
+        CHECK(quiet.restore().empty());
+        CHECK(fs::last_write_time(stamps) == stamped);  // a restore that found nothing wrote nothing
+        beside = std::thread([&] {
+            FixtureStore::Lease dirty(store, TreeAccess::shared);
+            dirty_token = dirty.token();
+            p.write("data/a.json", "{\"polluted\": true}\n");
+            restored = dirty.restore();  // waits for the tree alone: the quiet run still reads
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(p.read("data/a.json") == "{\"polluted\": true}\n");
+    }
+    beside.join();
+    CHECK(restored == std::vector<std::string>{"restored data/a.json"});
+    CHECK(p.read("data/a.json") == "{}\n");
+    CHECK(fs::last_write_time(stamps) != stamped);  // only the restore wrote
+    CHECK(store.overlapped_a_change(quiet_token));    // it ran beside a run that changed the groups
+    CHECK_FALSE(store.overlapped_a_change(dirty_token));
+    Receipt receipt;
+    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // the rest of this invocation takes turns
+    store.snapshot();
+    CHECK(store.access_for(receipt) == TreeAccess::shared);  // a new invocation goes side by side again
+    receipt.tests.push_back({"tests/test_x.py::test_writer", false, {"db"}, std::nullopt});
+    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // a test declares writes
+}
+
+TEST_CASE("a snapshot takes a file's new content after an edit, and its old content when it did not move", "[store]") {
+    Project p("db: data/*.json\n");
+    p.write("data/a.json", "first\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    p.write("data/a.json", "second, committed meanwhile\n");
+    store.snapshot();
+    p.write("data/a.json", "polluted\n");
+    store.restore();
+    CHECK(p.read("data/a.json") == "second, committed meanwhile\n");
+    store.snapshot();
+    store.snapshot();
+    p.write("data/a.json", "polluted\n");
+    store.restore();
+    CHECK(p.read("data/a.json") == "second, committed meanwhile\n");
 }

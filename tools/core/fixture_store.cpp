@@ -1,10 +1,11 @@
 #include "fixture_store.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <mutex>
+#include <iostream>
 #include <set>
 
 #include <fcntl.h>
@@ -15,18 +16,26 @@
 
 #include "error.hpp"
 #include "json_io.hpp"
+#include "receipt.hpp"
 
 namespace fs = std::filesystem;
 
 namespace evgate {
 namespace {
 
-std::vector<GroupSnapshot> scan(const fs::path& root, const std::vector<FixtureGroup>& groups) {
+// The groups as they are now. `known` gives the state of a file whose metadata has not moved
+// since it was last hashed (nullptr when it must be read again).
+template <typename Known>
+std::vector<GroupSnapshot> scan(const fs::path& root, const std::vector<FixtureGroup>& groups, Known known) {
     std::vector<GroupSnapshot> snapshots;
     for (const auto& group : groups) {
         GroupSnapshot snapshot{group, compile_glob(group.pattern), {}};
         for (auto& path : expand_glob(root, snapshot.glob)) {
-            if (auto state = file_state(root / path)) snapshot.files.push_back({std::move(path), std::move(*state)});
+            if (const FileState* state = known(path)) {
+                snapshot.files.push_back({std::move(path), *state});
+            } else if (auto now = file_state(root / path)) {
+                snapshot.files.push_back({std::move(path), std::move(*now)});
+            }
         }
         snapshots.push_back(std::move(snapshot));
     }
@@ -120,12 +129,6 @@ struct Stamp {
 
 constexpr std::int64_t kRacyNs = 50'000'000;
 
-std::int64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 std::optional<Stamp> stamp_of(const fs::path& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
@@ -176,7 +179,7 @@ void save_stamps(const fs::path& file, const fs::path& root, const std::vector<G
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("taken_ns"), w.Int64(now_ns());
+    w.Key("taken_ns"), w.Int64(wall_clock_ns());
     w.Key("files"), w.StartObject();
     for (const auto& g : groups) {
         for (const auto& f : g.files) {
@@ -193,37 +196,7 @@ void save_stamps(const fs::path& file, const fs::path& root, const std::vector<G
     write_file_atomic(file, std::string(json.text()) + "\n");
 }
 
-std::mutex lock_mutex;
-int lock_depth = 0;
-int lock_fd = -1;
-
 }  // namespace
-
-FixtureLock::FixtureLock(const fs::path& root) {
-    const std::lock_guard<std::mutex> guard(lock_mutex);
-    if (lock_depth++ > 0) return;
-    const auto file = fs::temp_directory_path() / ("evidence-gate-" + sha256_hex(fs::weakly_canonical(root).string()).substr(0, 16) + ".lock");
-    lock_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
-        const int saved = errno;
-        if (lock_fd >= 0) ::close(lock_fd);
-        lock_fd = -1;
-        lock_depth = 0;
-        throw Error("cannot lock " + file.string() + " for the fixture groups of " + root.string() + ": " + std::strerror(saved));
-    }
-}
-
-FixtureLock::~FixtureLock() {
-    const std::lock_guard<std::mutex> guard(lock_mutex);
-    if (--lock_depth > 0 || lock_fd < 0) return;
-    ::close(lock_fd);  // releases the flock
-    lock_fd = -1;
-}
-
-std::optional<FixtureLock> FixtureStore::hold() const {
-    if (empty() && !fs::exists(lease_file())) return std::nullopt;
-    return std::optional<FixtureLock>(std::in_place, root_);
-}
 
 FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(suite.fixtures_dir()) {
     if (!suite.fixtures) return;
@@ -233,18 +206,29 @@ FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(s
 }
 
 void FixtureStore::snapshot() {
-    const auto held = hold();
     fs::create_directories(dir_);
-    restore_if_pending();
-    std::map<std::string, std::string> kept;  // path -> identity already in the pristine copy
+    const TreeLock alone(root_, TreeAccess::exclusive);
+    restore_pending_locked();
+    prune_spans(root_);
+    fs::remove(exclusive_marker());
+    // The pristine copy and its stamps from last time: a file whose lstat metadata has not
+    // moved since is not read again (at 1 GB of fixtures, that is the whole cost).
+    std::map<std::string, FileState> kept;
     if (fs::exists(lease_file())) {
-        for (const auto& group : load_pristine())
-            for (const auto& f : group.files) kept[f.path] = f.state.identity;
+        for (auto& group : load_pristine())
+            for (auto& f : group.files) kept.emplace(std::move(f.path), std::move(f.state));
     }
-    const auto snapshots = scan(root_, groups_);
+    const auto stamps = load_stamps(stamps_file());
+    const auto snapshots = scan(root_, groups_, [&](const std::string& path) -> const FileState* {
+        const auto it = kept.find(path);
+        const auto stamp = it == kept.end() ? std::nullopt : stamp_of(root_ / path);
+        return stamp && stamps.unchanged(path, *stamp) ? &it->second : nullptr;
+    });
     for (const auto& group : snapshots) {
         for (const auto& f : group.files) {
-            if (f.state.identity.rfind("sha256:", 0) != 0 || kept[f.path] == f.state.identity) continue;
+            const auto it = kept.find(f.path);
+            if (f.state.identity.rfind("sha256:", 0) != 0 || (it != kept.end() && it->second.identity == f.state.identity))
+                continue;
             const auto copy = pristine_path(f.path);
             fs::create_directories(copy.parent_path());
             fs::copy_file(root_ / f.path, copy, fs::copy_options::overwrite_existing);
@@ -254,11 +238,7 @@ void FixtureStore::snapshot() {
     save_stamps(stamps_file(), root_, snapshots);
 }
 
-void FixtureStore::begin_run(const std::string& run_id) {
-    if (fs::exists(lease_file())) write_file_atomic(pending_marker(), run_id + "\n");
-}
-
-std::vector<std::string> FixtureStore::restore() {
+std::vector<std::string> FixtureStore::sync(bool write) {
     std::vector<std::string> changed;
     if (!fs::exists(lease_file())) return changed;  // never snapshotted: nothing can be dirty
     const auto stamps = load_stamps(stamps_file());
@@ -271,25 +251,115 @@ std::vector<std::string> FixtureStore::restore() {
             if (auto stamp = stamp_of(root_ / f.path); stamp && stamps.unchanged(f.path, *stamp)) continue;
             auto now = file_state(root_ / f.path);
             if (now && now->identity == f.state.identity && now->mode == f.state.mode) continue;
-            put_back(root_, pristine_path(f.path), f);
+            if (write) put_back(root_, pristine_path(f.path), f);
             changed.push_back("restored " + f.path);
         }
         for (const auto& path : expand_glob(root_, group.glob)) {
             if (pristine.count(path) != 0) continue;
-            fs::remove(root_ / path);
+            if (write) fs::remove(root_ / path);
             changed.push_back("removed " + path);
         }
     }
-    save_stamps(stamps_file(), root_, groups);
-    fs::remove(pending_marker());
+    if (write) save_stamps(stamps_file(), root_, groups);
     return changed;
 }
 
+std::vector<std::string> FixtureStore::restore() {
+    const TreeLock alone(root_, TreeAccess::exclusive);
+    return sync(true);
+}
+
+namespace {
+
+// A pending marker whose run is gone: nobody holds its flock (the kernel dropped it with
+// the process). Removed while we hold it, so that it is handled once.
+bool claim_if_abandoned(const fs::path& marker) {
+    const int fd = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // its run finished meanwhile
+    const bool abandoned = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (abandoned) fs::remove(marker);
+    ::close(fd);
+    return abandoned;
+}
+
+bool any_abandoned(const fs::path& dir) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        const bool abandoned = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+        ::close(fd);
+        if (abandoned) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool FixtureStore::restore_pending_locked() {
+    bool pending = false;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(pending_dir(), ec)) pending = claim_if_abandoned(entry.path()) || pending;
+    if (pending) sync(true);
+    return pending;
+}
+
 bool FixtureStore::restore_if_pending() {
-    const auto held = hold();
-    if (!fs::exists(pending_marker())) return false;
-    restore();
-    return true;
+    // Checked without the tree lock first: runs going side by side must not wait for it.
+    if (!any_abandoned(pending_dir())) return false;
+    const TreeLock alone(root_, TreeAccess::exclusive);
+    return restore_pending_locked();
+}
+
+TreeAccess FixtureStore::access_for(const Receipt& receipt) const {
+    if (fs::exists(exclusive_marker())) return TreeAccess::exclusive;
+    const bool writers = std::any_of(receipt.tests.begin(), receipt.tests.end(),
+                                     [](const ReceiptTest& t) { return !t.writes.empty(); });
+    return writers ? TreeAccess::exclusive : TreeAccess::shared;
+}
+
+bool FixtureStore::overlapped_a_change(const std::string& token) const {
+    return evgate::overlapped_a_change(read_spans(root_), token);
+}
+
+FixtureStore::Lease::Lease(FixtureStore& store, TreeAccess access) : store_(store) {
+    if (store.empty() && !fs::exists(store.lease_file())) return;  // no groups: nothing to hold
+    store.restore_if_pending();
+    lock_.emplace(store.root_, access);
+    span_.token = new_run_token();
+    span_.start_ns = wall_clock_ns();
+    // The marker is locked before it is in place, so nobody ever sees it unheld while we run.
+    fs::create_directories(store.pending_dir());
+    const auto temp = store.dir_ / ("pending." + span_.token);
+    marker_fd_ = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (marker_fd_ < 0 || ::flock(marker_fd_, LOCK_EX) != 0)
+        throw Error("cannot create the pending-restore marker " + temp.string() + ": " + std::strerror(errno));
+    marker_ = store.pending_dir() / span_.token;
+    fs::rename(temp, marker_);
+}
+
+std::vector<std::string> FixtureStore::Lease::restore() {
+    if (!lock_) return {};
+    auto changed = store_.sync(false);
+    if (changed.empty()) return changed;
+    lock_->make_exclusive();
+    changed = store_.sync(true);
+    if (!changed.empty()) span_.touched = true;
+    return changed;
+}
+
+FixtureStore::Lease::~Lease() {
+    if (!lock_) return;
+    try {
+        span_.end_ns = wall_clock_ns();
+        log_span(store_.root_, span_);
+        if (span_.touched) write_file_atomic(store_.exclusive_marker(), span_.token + "\n");
+    } catch (const std::exception& e) {
+        std::cerr << "evgate: warning: " << e.what() << '\n';
+    }
+    std::error_code ignored;
+    fs::remove(marker_, ignored);
+    ::close(marker_fd_);
 }
 
 std::vector<GroupSnapshot> FixtureStore::load_pristine() const {
@@ -308,6 +378,7 @@ std::vector<GroupSnapshot> FixtureStore::load_pristine() const {
             file.path = string_member(f, "path", source);
             file.state.identity = string_member(f, "identity", source);
             file.state.mode = member(f, "mode")->GetUint();
+            if (const auto* size = member(f, "size"); size && size->IsUint64()) file.state.size = size->GetUint64();
             snapshot.files.push_back(std::move(file));
         }
         snapshots.push_back(std::move(snapshot));

@@ -1,5 +1,6 @@
 // Fixture groups on disk: the pristine copy in the build tree, the lease file the plugin
 // checks every test against, and restoring the groups after every run (and after a kill).
+// How runs share the groups with each other is shared_tree.hpp.
 #pragma once
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "file_identity.hpp"
 #include "fixture_manifest.hpp"
 #include "glob.hpp"
+#include "shared_tree.hpp"
 #include "suite_config.hpp"
 
 namespace evgate {
@@ -25,15 +27,7 @@ struct GroupSnapshot {
     std::vector<FixtureFile> files;
 };
 
-// Held while fixture groups may be written: other evgate processes over the same ROOT (another
-// build tree of the same sources, another ctest) wait. Re-entrant within one process.
-class FixtureLock {
-public:
-    explicit FixtureLock(const std::filesystem::path& root);
-    ~FixtureLock();
-    FixtureLock(const FixtureLock&) = delete;
-    FixtureLock& operator=(const FixtureLock&) = delete;
-};
+struct Receipt;
 
 class FixtureStore {
 public:
@@ -44,22 +38,52 @@ public:
     const std::vector<FixtureGroup>& groups() const { return groups_; }
     std::filesystem::path lease_file() const { return dir_ / "groups.json"; }
 
-    // The ROOT-wide lock a run holds from before its first process until its last restore
-    // (nothing to hold without groups).
-    std::optional<FixtureLock> hold() const;
-    // Completes a pending restore, then records the groups as they are now as pristine.
+    // Alone on the tree: completes pending restores, then records the groups as they are now
+    // as pristine. The start of an invocation: its runs may go side by side again.
     void snapshot();
-    // Marks the tree as possibly dirty until restore() completes.
-    void begin_run(const std::string& run_id);
-    // Brings every group back to pristine; returns what it had to change ("restored x").
+    // Alone on the tree: brings every group back to pristine; returns what it had to change
+    // ("restored x", "removed y").
     std::vector<std::string> restore();
-    // A run that was killed left the marker: restore before anything reads the fixtures.
+    // Runs killed mid-run left their marker: restores before anything reads the fixtures.
     bool restore_if_pending();
 
+    // How the runs of this receipt hold the groups: side by side, unless a test declares
+    // writes or a run of this invocation already changed them.
+    TreeAccess access_for(const Receipt& receipt) const;
+    // Whether the run holding the lease `token` ran while another run changed the groups.
+    bool overlapped_a_change(const std::string& token) const;
+
+    // One run's hold on the groups, from before its first pytest process to its last restore.
+    class Lease {
+    public:
+        Lease(FixtureStore& store, TreeAccess access);
+        ~Lease();
+        Lease(const Lease&) = delete;
+        Lease& operator=(const Lease&) = delete;
+
+        const std::string& token() const { return span_.token; }
+        // After each pytest process: the groups back to pristine. Reads only, unless something
+        // changed: then it takes the tree alone (for the rest of the run) and writes.
+        std::vector<std::string> restore();
+        // The run's tests changed the groups: runs beside it cannot be trusted.
+        void touched() { span_.touched = true; }
+
+    private:
+        FixtureStore& store_;
+        std::optional<TreeLock> lock_;
+        int marker_fd_ = -1;
+        std::filesystem::path marker_;
+        RunSpan span_;
+    };
+
 private:
+    // What differs from pristine; with `write`, puts it back (the tree held alone).
+    std::vector<std::string> sync(bool write);
+    bool restore_pending_locked();
     std::vector<GroupSnapshot> load_pristine() const;
     std::filesystem::path pristine_path(const std::string& relative) const { return dir_ / "pristine" / relative; }
-    std::filesystem::path pending_marker() const { return dir_ / "restore.pending"; }
+    std::filesystem::path pending_dir() const { return dir_ / "pending"; }
+    std::filesystem::path exclusive_marker() const { return dir_ / "exclusive"; }
     std::filesystem::path stamps_file() const { return dir_ / "stamps.json"; }
 
     std::filesystem::path root_;

@@ -88,7 +88,7 @@ int rank_of(const DriftEntry& entry) {
         return major_minor(entry.local) == major_minor(entry.other) ? drift_rank::other : drift_rank::python_minor;
     if (key == "host.hostname" || key == "python_executable") return drift_rank::noise;
     if (variable && (has_prefix(*variable, "EVIDENCE_GATE_") || *variable == "PYTHONPATH" ||
-                     *variable == "PYTHONDONTWRITEBYTECODE"))
+                     *variable == "PYTHONDONTWRITEBYTECODE" || *variable == "PYTHONPYCACHEPREFIX"))
         return drift_rank::noise;  // our own: evgate sets them, or they steer evgate itself
     if (has_prefix(key, "env_names.")) return drift_rank::env_names;
     return drift_rank::other;

@@ -21,10 +21,13 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
 
     std::string python_path = suite.plugin_dir.string();
     if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') python_path += ":" + std::string(old);
-    // No bytecode written at all: nothing lands beside the tests, and the interpreter keeps
-    // using its installed .pyc files (a PYTHONPYCACHEPREFIX would make it recompile them).
+    // Bytecode goes to a cache in the build tree, never beside the sources: pytest caches its
+    // rewritten test modules there too, so a run does not recompile the suite (with no
+    // bytecode at all, every run would). PYTHONDONTWRITEBYTECODE is emptied for the same
+    // reason; a suite that wants it sets it with ENVIRONMENT.
     const auto sandbox = sandbox_of(suite, log);
-    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=1",
+    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=",
+                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / "pycache").string(),
                                           "HOME=" + (sandbox / "home").string(), "TMPDIR=" + (sandbox / "tmp").string()};
     overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
     spec.environment = environment_with(overrides);

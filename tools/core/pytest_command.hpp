@@ -1,5 +1,6 @@
 // How every pytest process of a suite is started: interpreter, plugin, forced rootdir,
-// cwd = ROOT, and an environment that keeps caches and bytecode out of the source tree.
+// cwd = ROOT, and an environment that keeps caches and bytecode out of the source tree
+// (bytecode is cached in evidence/<name>/pycache).
 #pragma once
 
 #include <chrono>

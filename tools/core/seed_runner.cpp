@@ -57,6 +57,12 @@ std::size_t count_results(const fs::path& records) {
     return results;
 }
 
+// A test changed a fixture group (runs beside this one may have read it).
+bool changed_groups(const RunRecords& records) {
+    return std::any_of(records.results.begin(), records.results.end(),
+                       [](const auto& entry) { return !entry.second.dirty.empty(); });
+}
+
 // The tests of `plan` after `position` that have no result yet.
 std::vector<std::string> rest_of(const RunPlan& plan, std::size_t position, const RunRecords& records) {
     std::vector<std::string> rest;
@@ -86,6 +92,12 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
     w.Key("environment"), w.StartArray();
     for (const auto& e : plan.environment) w.String(e);
     w.EndArray();
+    if (!plan.cpus.empty()) {
+        w.Key("cpus"), w.StartArray();
+        for (int cpu : plan.cpus) w.Int(cpu);
+        w.EndArray();
+    }
+    if (!plan.lease.empty()) w.Key("lease"), w.String(plan.lease);
     w.Key("tests"), w.StartArray();
     for (const auto& t : plan.tests) w.String(t);
     w.EndArray();
@@ -104,6 +116,10 @@ RunPlan read_plan(const fs::path& file) {
     plan.seed = seed->GetUint64();
     plan.tests = string_array(doc, "tests", source);
     plan.environment = string_array(doc, "environment", source);
+    if (const auto* cpus = member(doc, "cpus"); cpus && cpus->IsArray())
+        for (const auto& cpu : cpus->GetArray())
+            if (cpu.IsInt()) plan.cpus.push_back(cpu.GetInt());
+    plan.lease = optional_string(doc, "lease", source).value_or("");
     const auto column = optional_string(doc, "column", source).value_or("local");
     if (!parse_column(column, plan.column)) throw InputError(source, 0, "unknown column " + quote(column));
     return plan;
@@ -150,9 +166,11 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     fs::remove(records);
     fs::remove(log);
     fs::remove_all(sandbox_of(suite, log));  // every run starts with an empty HOME and TMPDIR
-    write_plan(dir / (plan.id + ".plan.json"), plan);
+    FixtureStore::Lease lease(store, plan.access);  // from the first process to the last restore
+    RunPlan written = plan;
+    written.lease = lease.token();
+    write_plan(dir / (plan.id + ".plan.json"), written);
 
-    const auto held = store.hold();  // the groups are ours from the first process to the last restore
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;
     RunRecords seen;
@@ -168,7 +186,6 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         const std::size_t sessions_before = seen.sessions.size();
         const int ended_before = seen.processes_ended;
 
-        store.begin_run(plan.id);
         auto spec = pytest_process(suite, args, log);
         spec.environment = environment_with(std::move(spec.environment), plan.environment);
         spec.cpus = plan.cpus;
@@ -179,10 +196,11 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         const auto result = run_process(spec);
         last = result;
         ++summary.processes;
-        store.restore();
+        lease.restore();
         if (auto cut = cut_torn_tail(records); cut > 0)
             append_record(records, "{\"event\":\"torn\",\"bytes\":" + std::to_string(cut) + "}");
         seen = read_run_records(records);
+        if (changed_groups(seen)) lease.touched();
 
         const bool ended = seen.processes_ended > ended_before;  // pytest itself finished the session
         if (seen.sessions.size() == sessions_before) {  // pytest never reached our session record

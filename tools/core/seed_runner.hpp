@@ -25,6 +25,8 @@ struct RunPlan {
     std::vector<std::string> environment;  // VAR=value on top of the suite's (the perturbed run's)
     std::vector<int> cpus;                 // CPUs it may use; empty: all
     std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
+    TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
+    std::string lease;                     // the lease token it ran under, in the plan file
 };
 
 struct RunSummary {

@@ -24,9 +24,6 @@ namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
 namespace evgate {
-namespace {
-
-}  // namespace
 
 int cmd_fixtures(const Args& args) {
     auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups as pristine");
@@ -124,6 +121,7 @@ int cmd_run(const Args& args) {
     plan.seed = (*vm)["seed"].as<std::uint64_t>();
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    plan.access = store.access_for(receipt);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
 }
@@ -146,6 +144,7 @@ int cmd_perturbed(const Args& args) {
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
     plan.environment = perturbation.environment;
     plan.cpus = perturbation.cpus;
+    plan.access = store.access_for(receipt);
     std::cout << "evgate: " << suite.name << ": perturbed: ";
     for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
     std::cout << '\n';
@@ -192,6 +191,43 @@ int cmd_replay(const Args& args) {
     return replay(suite, request, std::cout);
 }
 
+namespace {
+
+// A run that went beside a run that changed the fixture groups may have read what that run
+// wrote: it is done again, alone. `plan` as written, with the lease it ran under.
+int redo_if_overlapped(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, RunPlan plan) {
+    if (!store.overlapped_a_change(plan.lease)) return 0;
+    std::cout << "evgate: " << suite.name << ": " << plan.id
+              << " ran beside a run that changed the fixture groups; running it again, alone\n";
+    plan.access = TreeAccess::exclusive;
+    return run_and_report(suite, receipt, store, plan);
+}
+
+// Runs `plans`, side by side where the fixture groups allow it; then every run that went beside
+// a run that changed the groups (it may have read what that run wrote) is done again, alone.
+int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<RunPlan> plans) {
+    const auto access = store.access_for(receipt);
+    const auto workers = access == TreeAccess::shared ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> status{0};
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < workers; ++w) {
+        threads.emplace_back([&] {
+            for (std::size_t i; (i = next++) < plans.size();) {
+                plans[i].access = access;
+                status |= run_and_report(suite, receipt, store, plans[i]);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& plan : plans) status |= redo_if_overlapped(suite, receipt, store, read_plan(plan_file(suite, plan.id)));
+    return status;
+}
+
+bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
+
+}  // namespace
+
 int cmd_rerun(const Args& args) {
     auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
     options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
@@ -199,10 +235,15 @@ int cmd_rerun(const Args& args) {
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
     const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    int status = 0;
+    // The seed steps went side by side: those that ran beside a change go again first.
+    for (const auto& run : load_runs(suite, receipt.id))
+        if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
     std::vector<LoadedRun> seeds;
     for (auto& run : load_runs(suite, receipt.id)) {
-        const bool is_seed = run.plan.column == Column::local && run.plan.id == run.plan.order && run.plan.order != "alone";
-        if (is_seed) {
+        if (is_seed(run.plan)) {
             seeds.push_back(std::move(run));
         } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
@@ -212,19 +253,7 @@ int cmd_rerun(const Args& args) {
     RerunLimits limits;
     limits.reruns = vm->count("reruns") ? (*vm)["reruns"].as<int>() : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
-    FixtureStore store(suite);
-    store.restore_if_pending();
-    // Runs share nothing but fixture groups: without groups they go side by side.
-    const auto workers = store.empty() ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-    std::atomic<std::size_t> next{0};
-    std::atomic<int> status{0};
-    std::vector<std::thread> threads;
-    for (unsigned w = 0; w < workers; ++w) {
-        threads.emplace_back([&] {
-            for (std::size_t i; (i = next++) < plans.size();) status |= run_and_report(suite, receipt, store, plans[i]);
-        });
-    }
-    for (auto& t : threads) t.join();
+    status |= run_all(suite, receipt, store, plans);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
     return status;
 }

@@ -1,0 +1,62 @@
+// The fixture groups of one ROOT as a resource that runs share: every build tree over the same
+// sources, every ctest invocation, every run. Runs that only read go side by side under a
+// shared lock; whoever writes the groups (a snapshot, a restore, a run of tests that declare
+// writes) holds the lock alone. A run that changed the groups while others read them logs its
+// span, and the runs it overlapped are run again alone: optimistic, then validated.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace evgate {
+
+enum class TreeAccess { shared, exclusive };
+
+// flock(2) on a lock file per ROOT in the temp directory. Each object has its own open file,
+// so two threads of one process exclude each other like two processes do. Not re-entrant.
+class TreeLock {
+public:
+    TreeLock(const std::filesystem::path& root, TreeAccess access);
+    ~TreeLock();
+    TreeLock(const TreeLock&) = delete;
+    TreeLock& operator=(const TreeLock&) = delete;
+
+    TreeAccess access() const { return access_; }
+    // Shared to exclusive. flock drops the shared lock before it waits, so two readers that
+    // both want to write never deadlock; whatever was read under the shared lock must be
+    // read again.
+    void make_exclusive();
+
+private:
+    void take(TreeAccess access);
+
+    std::string file_;
+    int fd_ = -1;
+    TreeAccess access_;
+};
+
+// One execution of a run, as the span log keeps it.
+struct RunSpan {
+    std::string token;  // unique per execution: a run done again gets a new one
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    bool touched = false;  // its tests, or the restore after it, changed the groups
+};
+
+std::string new_run_token();
+std::int64_t wall_clock_ns();
+
+// The span log of a ROOT, beside its lock file. Append while holding the lock, so that an
+// exclusive holder may prune it.
+void log_span(const std::filesystem::path& root, const RunSpan& span);
+std::vector<RunSpan> read_spans(const std::filesystem::path& root);
+// Drops spans older than a day; only with the lock held exclusively.
+void prune_spans(const std::filesystem::path& root);
+
+// Whether the run with `token` ran while another run changed the groups. A run without a
+// span (never leased, or killed before it logged one) overlapped nothing that is known.
+bool overlapped_a_change(const std::vector<RunSpan>& spans, const std::string& token);
+
+}  // namespace evgate
