@@ -810,14 +810,31 @@ def plugin():
     return module
 
 
-def one_lease(plugin, root, files, mode):
-    make_tree(root, files)
-    groups = json.loads(write_groups(root, [("g", "g", r"g/.*", 1)]).read_text())
-    return plugin.Leases(groups, mode)
+@pytest.fixture
+def open_leases(plugin, lease_mode):
+    """Leases(document) on the lease_mode path, closed (with their inotify instance) after the test."""
+    opened = []
+
+    def open_document(document):
+        opened.append(plugin.Leases(document, lease_mode))
+        assert opened[-1].how == LEASE_PATHS[lease_mode], opened[-1].note
+        return opened[-1]
+    yield open_document
+    for leases in opened:
+        leases.close()
 
 
-def test_racy_same_size_rewrite_with_unchanged_stat_is_caught(plugin, tmp_path, monkeypatch, lease_mode):
-    lease = one_lease(plugin, tmp_path, {"g/a.bin": "AAAA"}, lease_mode)
+@pytest.fixture
+def one_lease(open_leases, tmp_path):
+    """Leases of one group "g" (regex) made of these files under tmp_path."""
+    def make(files, regex=r"g/.*"):
+        make_tree(tmp_path, files)
+        return open_leases(json.loads(write_groups(tmp_path, [("g", "g", regex, 1)]).read_text()))
+    return make
+
+
+def test_racy_same_size_rewrite_with_unchanged_stat_is_caught(plugin, tmp_path, monkeypatch, one_lease):
+    lease = one_lease({"g/a.bin": "AAAA"})
     path = str(tmp_path / "g/a.bin")
     (tmp_path / "g/a.bin").write_text("CCCC")
     assert lease.check()
@@ -831,8 +848,8 @@ def test_racy_same_size_rewrite_with_unchanged_stat_is_caught(plugin, tmp_path, 
     assert not lease.check()  # blamed once: the next check starts from the new content
 
 
-def test_racy_directory_is_rescanned(plugin, tmp_path, monkeypatch, lease_mode):
-    lease = one_lease(plugin, tmp_path, {"g/a.bin": "A"}, lease_mode)
+def test_racy_directory_is_rescanned(plugin, tmp_path, monkeypatch, one_lease):
+    lease = one_lease({"g/a.bin": "A"})
     (tmp_path / "g/b.bin").write_text("B")
     assert lease.check()
     # As above, for the directory: the addition does not move its mtime.
@@ -844,18 +861,18 @@ def test_racy_directory_is_rescanned(plugin, tmp_path, monkeypatch, lease_mode):
     assert lease.check()
 
 
-def test_file_present_before_the_session_is_not_blamed(plugin, tmp_path, lease_mode):
+def test_file_present_before_the_session_is_not_blamed(tmp_path, open_leases):
     make_tree(tmp_path, {"g/a.bin": "A"})
     groups = json.loads(write_groups(tmp_path, [("g", "g", r"g/.*", 1)]).read_text())
     (tmp_path / "g/late.bin").write_text("L")  # after evgate listed the group
-    lease = plugin.Leases(groups, lease_mode)
+    lease = open_leases(groups)
     assert not lease.check()
     (tmp_path / "g/late.bin").write_text("M")
     assert lease.check()
 
 
-def test_unchanged_old_file_is_not_read(plugin, tmp_path, monkeypatch, lease_mode):
-    lease = one_lease(plugin, tmp_path, {"g/a.bin": "AAAA", "g/b.bin": "BBBB"}, lease_mode)
+def test_unchanged_old_file_is_not_read(plugin, tmp_path, monkeypatch, one_lease):
+    lease = one_lease({"g/a.bin": "AAAA", "g/b.bin": "BBBB"})
     time.sleep(0.2)  # older than the racy window of the next checks
     assert not lease.check()
     reads = []
@@ -867,6 +884,53 @@ def test_unchanged_old_file_is_not_read(plugin, tmp_path, monkeypatch, lease_mod
     (tmp_path / "g/b.bin").write_text("CCCCC")
     assert lease.check()
     assert reads == [str(tmp_path / "g/b.bin")]
+
+
+def counting_lstat(plugin, monkeypatch):
+    """Every path the plugin lstats from now on."""
+    seen = []
+    real = plugin.lstat
+    monkeypatch.setattr(plugin, "lstat", lambda path: seen.append(path) or real(path))
+    return seen
+
+
+def test_with_notifications_an_unchanged_group_is_not_even_lstated(plugin, tmp_path, monkeypatch, one_lease,
+                                                                      lease_mode):
+    lease = one_lease({f"g/{i}.bin": str(i) for i in range(20)})
+    seen = counting_lstat(plugin, monkeypatch)
+    assert not lease.check()
+    if lease_mode == "auto":
+        assert seen == []
+    else:
+        assert {str(tmp_path / f"g/{i}.bin") for i in range(20)} <= set(seen)
+
+
+@pytest.mark.parametrize("lease_mode", ["auto"])
+def test_a_long_write_is_one_look_at_one_file(plugin, tmp_path, monkeypatch, one_lease):
+    """A write raises an event on the file's watch only: they coalesce, the queue does not overflow."""
+    lease = one_lease({f"g/{i}.bin": str(i) for i in range(50)})
+    seen = counting_lstat(plugin, monkeypatch)
+    with open(tmp_path / "g/7.bin", "ab", buffering=0) as f:
+        for _ in range(max_queued_events() + 1):
+            f.write(b"x")
+    assert lease.check() == ["g"]
+    assert seen == [str(tmp_path / "g/7.bin")]
+
+
+@pytest.mark.parametrize("lease_mode", ["auto"])
+def test_an_overflowed_queue_makes_every_group_looked_at_again(tmp_path, one_lease):
+    lease = one_lease({"g/a.bin": "A"}, regex=r"g/[^/]*\.bin")
+    for _ in range(max_queued_events()):  # two events each, in the directory above the base
+        (tmp_path / "flood").touch()
+        (tmp_path / "flood").unlink()
+    (tmp_path / "g/a.bin").write_text("B")  # its event is lost: the queue is full
+    assert lease.check() == ["g"]
+    assert lease.how == "inotify"
+    assert not lease.check()
+
+
+def max_queued_events():
+    return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
 
 
 # ------------------------------------------------------------------ collect mode
