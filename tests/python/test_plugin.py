@@ -102,7 +102,7 @@ def members(root, base, regex, max_depth, depth=0):
     for entry in os.scandir(root / base):
         rel = f"{base}/{entry.name}" if base else entry.name
         if entry.is_dir(follow_symlinks=False):
-            if max_depth < 0 or depth + 1 < max_depth:
+            if max_depth < 0 or depth < max_depth:
                 yield from members(root, rel, regex, max_depth, depth + 1)
         elif re.fullmatch(regex, rel):
             yield rel
@@ -486,8 +486,8 @@ def make_tree(root, files):
         path.write_text(content)
 
 
-GROUPS = [("db", "fixtures/db", r"fixtures/db/[^/]*\.sqlite", 1),
-          ("cfg", "fixtures/cfg", r"fixtures/cfg/[^/]*", 1),
+GROUPS = [("db", "fixtures/db", r"fixtures/db/[^/]*\.sqlite", 0),
+          ("cfg", "fixtures/cfg", r"fixtures/cfg/[^/]*", 0),
           ("tree", "tree", r"tree/.*", -1)]
 
 
@@ -555,6 +555,27 @@ def test_leases_do_not_follow_symlinks(gate, tmp_path, lease_mode):
     assert [r["dirty"] for r in results(records).values()] == [[], [], ["links"]]
 
 
+def test_leases_descend_as_deep_as_the_glob_reaches(gate, lease_mode):
+    # data/*/x.json: evgate's base "data", max_depth 1 (one level below the base may be entered).
+    make_tree(gate.path, {"data/a/x.json": "a", "data/b/x.json": "b", "data/b/deeper/x.json": "not a member"})
+    gate.pytester.makepyfile(test_depth="""
+        import os
+
+        def append(path):
+            with open(path, "a") as f:
+                f.write("x")
+
+        def test_1_write_a_member(): append("data/a/x.json")
+        def test_2_add_a_member():
+            os.mkdir("data/c")
+            append("data/c/x.json")
+        def test_3_write_below_the_reach(): append("data/b/deeper/x.json")
+    """)
+    records = run_leased(gate, lease_mode, [("data", "data", r"data/[^/]*/x\.json", 1)])
+    assert json.loads((gate.path / "groups.json").read_text())["groups"][0]["files"][0]["path"] == "data/a/x.json"
+    assert [r["dirty"] for r in results(records).values()] == [["data"], ["data"], []]
+
+
 def test_fifo_in_a_group_does_not_hang(gate, lease_mode):
     make_tree(gate.path, {"fixtures/p/a.sqlite": "a"})
     os.mkfifo(gate.path / "fixtures/p/pipe.sqlite")
@@ -564,7 +585,7 @@ def test_fifo_in_a_group_does_not_hang(gate, lease_mode):
         def test_2_add_fifo(): os.mkfifo("fixtures/p/new.sqlite")
         def test_3_clean(): pass
     """)
-    records = run_leased(gate, lease_mode, [("p", "fixtures/p", r"fixtures/p/[^/]*\.sqlite", 1)])
+    records = run_leased(gate, lease_mode, [("p", "fixtures/p", r"fixtures/p/[^/]*\.sqlite", 0)])
     groups = json.loads((gate.path / "groups.json").read_text())
     assert "special" in [f["identity"] for f in groups["groups"][0]["files"]]
     assert [r["dirty"] for r in results(records).values()] == [[], ["p"], []]
@@ -637,7 +658,7 @@ def test_leases_see_links_renames_and_new_directories(gate, lease_mode):
     # A second name for a.sqlite outside every group: only a watch on the file sees writes through it.
     os.link(gate.path / "fixtures/db/a.sqlite", gate.path / "outside.link")
     gate.pytester.makepyfile(test_more=MORE_LEASE_TESTS)
-    groups = GROUPS + [("c", "fixtures/db", r"fixtures/db/c\.sqlite", 1)]
+    groups = GROUPS + [("c", "fixtures/db", r"fixtures/db/c\.sqlite", 0)]
     records = run_leased(gate, lease_mode, groups)
     assert by_test(records, "dirty") == {
         "test_01_write_through_a_hard_link_from_outside": ["db"],
@@ -691,7 +712,7 @@ def test_writes_through_a_shared_mapping_are_seen_late_by_notifications(gate, le
     """
     make_tree(gate.path, {"fixtures/m/a.bin": "A" * 4096})
     gate.pytester.makepyfile(test_mapped=f"CLOSE = {close}\n" + textwrap.dedent(MAPPED_WRITE_TESTS))
-    records = run_leased(gate, lease_mode, [("m", "fixtures/m", r"fixtures/m/[^/]*", 1)])
+    records = run_leased(gate, lease_mode, [("m", "fixtures/m", r"fixtures/m/[^/]*", 0)])
     dirty = [r["dirty"] for r in results(records).values()]
     end = only(records, "end")
     if lease_mode == "scan":
@@ -760,7 +781,7 @@ def fallback_run(gate, conftest):
     make_tree(gate.path, {"fixtures/g/a.bin": "a"})
     gate.pytester.makeconftest(conftest)
     gate.pytester.makepyfile(test_fallback=FALLBACK_TESTS)
-    _, records = gate.run_records(groups=[("g", "fixtures/g", r"fixtures/g/[^/]*", 1)])
+    _, records = gate.run_records(groups=[("g", "fixtures/g", r"fixtures/g/[^/]*", 0)])
     assert by_test(records, "dirty") == {
         "test_1_write": ["g"], "test_2_add_when_watches_run_out": ["g"],
         "test_3_write_the_new_file": ["g"], "test_4_clean": []}
@@ -826,10 +847,10 @@ def open_leases(plugin, lease_mode):
 
 @pytest.fixture
 def one_lease(open_leases, tmp_path):
-    """Leases of one group "g" (regex) made of these files under tmp_path."""
+    """Leases of one group "g" (regex, like g/*) made of these files under tmp_path."""
     def make(files, regex=r"g/.*"):
         make_tree(tmp_path, files)
-        return open_leases(json.loads(write_groups(tmp_path, [("g", "g", regex, 1)]).read_text()))
+        return open_leases(json.loads(write_groups(tmp_path, [("g", "g", regex, 0)]).read_text()))
     return make
 
 
@@ -863,7 +884,7 @@ def test_racy_directory_is_rescanned(plugin, tmp_path, monkeypatch, one_lease):
 
 def test_file_present_before_the_session_is_not_blamed(tmp_path, open_leases):
     make_tree(tmp_path, {"g/a.bin": "A"})
-    groups = json.loads(write_groups(tmp_path, [("g", "g", r"g/.*", 1)]).read_text())
+    groups = json.loads(write_groups(tmp_path, [("g", "g", r"g/.*", 0)]).read_text())
     (tmp_path / "g/late.bin").write_text("L")  # after evgate listed the group
     lease = open_leases(groups)
     assert not lease.check()
@@ -884,6 +905,16 @@ def test_unchanged_old_file_is_not_read(plugin, tmp_path, monkeypatch, one_lease
     (tmp_path / "g/b.bin").write_text("CCCCC")
     assert lease.check()
     assert reads == [str(tmp_path / "g/b.bin")]
+
+
+def test_what_evgate_listed_is_a_member_whatever_the_regex_says(tmp_path, open_leases):
+    make_tree(tmp_path, {"g/listed.bin": "L"})
+    document = json.loads(write_groups(tmp_path, [("g", "g", r"g/.*", 0)]).read_text())
+    # As if Python's re read evgate's (ECMAScript) regex differently.
+    document["groups"][0]["regex"] = r"g/[^/]*\.other"
+    lease = open_leases(document)
+    (tmp_path / "g/listed.bin").write_text("M")
+    assert lease.check() == ["g"]
 
 
 def counting_lstat(plugin, monkeypatch):
