@@ -917,6 +917,30 @@ def test_what_evgate_listed_is_a_member_whatever_the_regex_says(tmp_path, open_l
     assert lease.check() == ["g"]
 
 
+def test_a_group_whose_base_comes_later_is_seen_when_it_comes(tmp_path, open_leases):
+    make_tree(tmp_path, {"other.txt": "o"})
+    lease = open_leases(json.loads(write_groups(tmp_path, [("g", "fixtures/deep/g", r"fixtures/deep/g/[^/]*", 0)])
+                                   .read_text()))
+    (tmp_path / "fixtures").mkdir()
+    assert not lease.check()
+    make_tree(tmp_path, {"fixtures/deep/g/a.bin": "A"})
+    assert lease.check() == ["g"]
+    (tmp_path / "fixtures/deep/g/a.bin").write_text("B")
+    assert lease.check() == ["g"]
+
+
+def test_a_group_at_the_root(tmp_path, open_leases):
+    make_tree(tmp_path, {"top.cfg": "t", "notes.txt": "n"})
+    lease = open_leases(json.loads(write_groups(tmp_path, [("cfg", "", r"[^/]*\.cfg", 0)]).read_text()))
+    (tmp_path / "notes.txt").write_text("m")
+    (tmp_path / "sub").mkdir()
+    assert not lease.check()
+    (tmp_path / "top.cfg").write_text("u")
+    assert lease.check() == ["cfg"]
+    (tmp_path / "new.cfg").write_text("n")
+    assert lease.check() == ["cfg"]
+
+
 def counting_lstat(plugin, monkeypatch):
     """Every path the plugin lstats from now on."""
     seen = []
