@@ -16,6 +16,7 @@ environment manifest as seen by this interpreter.
 """
 
 import argparse
+import contextlib
 import errno
 import importlib.metadata
 import json
@@ -805,7 +806,10 @@ class Watches:
         events = []
         # poll first: when nothing is queued (after most tests) it is cheaper than a failing read.
         while self.queued.poll(0):
-            data = os.read(self.fd, INOTIFY_READ)
+            try:
+                data = os.read(self.fd, INOTIFY_READ)
+            except OSError as e:  # a test closed descriptors it did not own
+                raise Unwatchable(f"cannot read the inotify queue: {e}") from None
             offset = 0
             while offset < len(data):
                 wd, mask, _, size = INOTIFY_EVENT.unpack_from(data, offset)
@@ -832,7 +836,8 @@ class Watches:
         self.trusted.add(st.st_dev)
 
     def close(self):
-        os.close(self.fd)
+        with contextlib.suppress(OSError):  # already closed by a test that closed descriptors it did not own
+            os.close(self.fd)
 
 
 def inotify_failure(call, error, path=None):

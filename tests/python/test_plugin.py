@@ -984,6 +984,17 @@ def test_an_overflowed_queue_makes_every_group_looked_at_again(tmp_path, one_lea
     assert not lease.check()
 
 
+@pytest.mark.parametrize("lease_mode", ["auto"])
+def test_a_lost_inotify_descriptor_falls_back_to_the_scan(tmp_path, one_lease):
+    lease = one_lease({"g/a.bin": "A"})
+    os.close(lease.watches.fd)  # as a test that closes every descriptor above 2 would
+    (tmp_path / "g/a.bin").write_text("B")
+    assert lease.check() == ["g"]
+    assert lease.how == "scan" and lease.note.startswith("cannot read the inotify queue: ")
+    (tmp_path / "g/a.bin").write_text("C")
+    assert lease.check() == ["g"]
+
+
 def max_queued_events():
     return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
 
