@@ -536,12 +536,21 @@ class Lease:
                                   "notified only now (written through a shared mapping?)")
 
     def lstat_member(self, rel, member, watches):
-        """lstat of a member in the tree, watched first so that no later change goes unseen."""
+        """lstat of a member in the tree.
+
+        With notifications a file is watched before the lstat that becomes its baseline,
+        or a change in between would go unseen. A file still on its watched inode is not
+        watched again: that would cost a call, and fail once a test made it unreadable.
+        """
         if member.directory not in self.dirs:
             return None
-        if watches is not None and not watches.add(self, FILE, rel):
-            return None
-        return lstat(member.path)
+        if watches is None:
+            return lstat(member.path)
+        if member.key is not None and watches.has(self, FILE, rel):
+            st = lstat(member.path)
+            if st is not None and st.st_ino == member.key[3]:
+                return st
+        return lstat(member.path) if watches.add(self, FILE, rel) else None
 
     def walk(self, top, watches):
         """The members at and below top, its directories listed (and watched) afresh."""
@@ -773,6 +782,9 @@ class Watches:
             self.owners.setdefault(wd, set()).add(owner)
             self.unowned.discard(wd)
         return True
+
+    def has(self, lease, kind, rel):
+        return (lease, kind, rel) in self.wd_of
 
     def drop(self, lease, kind, rel):
         owner = (lease, kind, rel)

@@ -705,8 +705,8 @@ MAPPED_WRITE_TESTS = """
 def test_writes_through_a_shared_mapping_are_seen_late_by_notifications(gate, lease_mode, close):
     """No event comes for a write through a mapping until the mapping's file is closed.
 
-    The scan sees the write by its metadata (on ext4 a mapped write moves mtime and
-    ctime). Notifications see it when the mapping is closed, in a later test: the change
+    The scan sees the write by its metadata (the kernel stamps mtime and ctime when a
+    mapped page is first written). Notifications see it when the mapping is closed, in a later test: the change
     is reported there and the process falls back to the scan, the end record saying why.
     A mapping kept open to the end is seen by no check in the process.
     """
@@ -970,6 +970,23 @@ def test_a_long_write_is_one_look_at_one_file(plugin, tmp_path, monkeypatch, one
             f.write(b"x")
     assert lease.check() == ["g"]
     assert seen == [str(tmp_path / "g/7.bin")]
+
+
+@pytest.mark.parametrize("lease_mode", ["auto"])
+def test_a_changed_file_is_watched_again_only_when_it_is_another_inode(tmp_path, one_lease):
+    """Watching again costs a call, and as a user other than root fails on a file made unreadable."""
+    lease = one_lease({"g/a.bin": "A"})
+    watched = []
+    real = lease.watches.add_watch
+    lease.watches.add_watch = lambda fd, path, mask: watched.append(os.fsdecode(path)) or real(fd, path, mask)
+    (tmp_path / "g/a.bin").write_text("B")
+    os.chmod(tmp_path / "g/a.bin", 0)
+    assert lease.check() == ["g"]
+    assert watched == []
+    (tmp_path / "staged").write_text("C")
+    os.replace(tmp_path / "staged", tmp_path / "g/a.bin")
+    assert lease.check() == ["g"]
+    assert watched == [str(tmp_path / "g/a.bin")]
 
 
 @pytest.mark.parametrize("lease_mode", ["auto"])
