@@ -41,6 +41,23 @@ std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem
     return dir;
 }
 
+void empty_sandbox(const SuiteConfig& suite, const std::filesystem::path& log) {
+    namespace fs = std::filesystem;
+    const auto sandbox = sandbox_of(suite, log);
+    for (const char* name : {"home", "tmp"}) {
+        const auto dir = sandbox / name;
+        if (fs::is_symlink(dir) || !fs::is_directory(dir)) {  // a test swapped it: start over
+            fs::remove_all(dir);
+            fs::create_directory(dir);
+            continue;
+        }
+        // Only the entries go: dropping the directories themselves costs more than a run's restore.
+        fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+        for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
+    }
+}
+
 std::string describe_pytest(const ProcessResult& result) {
     static const char* const meaning[] = {"all tests passed", "some tests failed", "interrupted or collection errors",
                                           "internal error", "usage error", "no tests collected"};

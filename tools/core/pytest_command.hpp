@@ -21,6 +21,8 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
                            const std::filesystem::path& log);
 // That sandbox: evidence/sandbox/<log stem>/{home,tmp}, created if missing.
 std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log);
+// Empties it: every run starts with nothing in its HOME and TMPDIR.
+void empty_sandbox(const SuiteConfig& suite, const std::filesystem::path& log);
 
 // `word` as one shell word, quoted only where it must be (for `reproduce` commands).
 std::string shell_quote(const std::string& word);

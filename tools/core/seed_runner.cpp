@@ -165,7 +165,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     fs::create_directories(log.parent_path());
     fs::remove(records);
     fs::remove(log);
-    fs::remove_all(sandbox_of(suite, log));  // every run starts with an empty HOME and TMPDIR
+    empty_sandbox(suite, log);
     FixtureStore::Lease lease(store, plan.access);  // from the first process to the last restore
     RunPlan written = plan;
     written.lease = lease.token();
