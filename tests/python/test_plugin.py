@@ -824,10 +824,12 @@ def plugin():
                                                   PLUGIN_DIR / "evidence_gate_pytest.py")
     module = importlib.util.module_from_spec(spec)
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    sys.path.insert(0, str(PLUGIN_DIR))  # it imports evidence_gate_manifest beside it
     try:
         spec.loader.exec_module(module)
     finally:
         sys.dont_write_bytecode = saved
+        sys.path.remove(str(PLUGIN_DIR))
     return module
 
 
@@ -1109,7 +1111,7 @@ def test_manifest_writes_env_names_but_no_secret_values(tmp_path):
         "PYTHONPYPITOKEN": "canary-789",  # CPython's prefix, not CPython's variable
     }
     for root, out in ((probe, tmp_path / "manifest.json"), (digits, tmp_path / "digits.json")):
-        subprocess.run([sys.executable, "-m", "evidence_gate_pytest", "manifest", str(out), "--root", str(root)],
+        subprocess.run([sys.executable, "-m", "evidence_gate_manifest", str(out), "--root", str(root)],
                        env=env, cwd=str(tmp_path), check=True, timeout=TIMEOUT)
     text = (tmp_path / "manifest.json").read_text(encoding="utf-8")
     assert "canary-123" not in text and "canary-456" not in text and "canary-789" not in text
@@ -1129,6 +1131,15 @@ def test_manifest_writes_env_names_but_no_secret_values(tmp_path):
     assert doc["case_sensitive"] == {"root": True, "tempdir": True}
     assert sorted(os.listdir(probe)) == ["ReadMe"]  # the probe wrote nothing
     assert json.loads((tmp_path / "digits.json").read_text())["case_sensitive"]["root"] is None
+
+
+def test_the_manifest_costs_no_pytest_start_up(tmp_path):
+    out = tmp_path / "manifest.json"
+    check = ("import sys, evidence_gate_manifest; evidence_gate_manifest.main([sys.argv[1]]); "
+             "assert 'pytest' not in sys.modules, 'the manifest imported pytest'")
+    subprocess.run([sys.executable, "-c", check, str(out)], env={**os.environ, "PYTHONPATH": str(PLUGIN_DIR)},
+                   cwd=str(tmp_path), check=True, timeout=TIMEOUT)
+    assert json.loads(out.read_text())["pytest_version"] == pytest.__version__
 
 
 def current_umask():

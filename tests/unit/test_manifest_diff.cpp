@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Trimmed from a real `python -m evidence_gate_pytest manifest` plus the host object evgate adds.
+// Trimmed from a real `python -m evidence_gate_manifest` plus the host object evgate adds.
 constexpr const char* kLocal = R"({
   "schema": 1, "python_version": "3.11.2", "python_implementation": "CPython",
   "python_executable": "/usr/bin/python3", "platform": "Linux-6.1-x86_64-with-glibc2.36",

@@ -19,9 +19,9 @@ void write_env_manifest(const SuiteConfig& suite, const fs::path& out, const std
     const auto log = suite.evidence_dir / "logs" / (out.stem().string() + ".log");
     fs::create_directories(log.parent_path());
     fs::remove(from_python);
-    // Same interpreter and environment as the runs: the plugin module has a manifest mode.
+    // Same interpreter and environment as the runs; the manifest module beside the plugin.
     auto spec = pytest_process(suite, {}, log);
-    spec.argv = {suite.python, "-m", "evidence_gate_pytest", "manifest", from_python.string(),
+    spec.argv = {suite.python, "-m", "evidence_gate_manifest", from_python.string(),
                  "--root", suite.root.string()};
     spec.environment = environment_with(std::move(spec.environment), environment);
     spec.cpus = cpus;
