@@ -145,6 +145,11 @@ def test_clean_suite_passes(tmp_path, build_dir):
         assert run.returncode == 0, f"a clean suite must pass the gate:\n{run.describe()}"
         expect_ctest_mirrors(run, expect_clean_ledger(run, tmp_path / "build"))
     assert export.read_bytes() == pristine, "the declared writer's file must be restored after ctest"
+    # Bytecode is cached in the build tree, pytest's rewritten test modules too: later runs
+    # do not recompile the suite.
+    cache = tmp_path / "build" / "evidence" / "inventory" / "pycache"
+    rewritten = [p.name for p in cache.rglob("*.pyc") if "-pytest-" in p.name and p.name.startswith("test_")]
+    assert rewritten, f"no rewritten test module cached in {cache}"
 
 
 def test_gate_alone_pulls_in_every_step(tmp_path, build_dir):
