@@ -216,6 +216,8 @@ endfunction()
 
 # One CTest entry per pytest test, registered by ctest itself before it runs (as
 # gtest_discover_tests does in PRE_TEST mode), so new tests appear without re-running CMake.
+# `evgate discover` collects only when what collection depends on changed since it last did;
+# each entry runs evgate-verdict, which prints the test's row from the ledger step's store.
 function(_evidence_gate_discover_tests name suite_file evidence_dir)
   set(entries "${evidence_dir}/ctest-entries.cmake")
   set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_evidence_entries.cmake")
@@ -225,8 +227,7 @@ if(NOT EXISTS \"\${tool}\")
   add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])
   return()
 endif()
-execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--cmake=${CMAKE_COMMAND}]==]
-                        [==[--output=${entries}]==]
+execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--output=${entries}]==]
                 RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_VARIABLE output)
 if(failed)
   add_test([==[${name}.discover]==] [==[${CMAKE_COMMAND}]==] -E echo \"\${output}\")

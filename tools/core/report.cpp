@@ -80,14 +80,25 @@ bool any_has(const RowRefs& rows, std::optional<std::string> LedgerRow::*field) 
     return std::any_of(rows.begin(), rows.end(), [field](const LedgerRow* row) { return (row->*field).has_value(); });
 }
 
+using Outcomes = std::vector<std::pair<std::string, std::string>>;
+
+bool same_runs(const Outcomes& a, const Outcomes& b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+
 // Run ids in the order given, then any the rows name that the caller did not list, so no
-// attempt is left off the map.
+// attempt is left off the map. Rows mostly name the runs the row before named: those are skipped.
 std::vector<std::string> heat_columns(const ReportInput& input) {
     auto columns = input.columns;
     std::unordered_set<std::string> known(columns.begin(), columns.end());
-    for (const auto& row : *input.rows)
+    const Outcomes* last = nullptr;
+    for (const auto& row : *input.rows) {
+        if (last != nullptr && same_runs(*last, row.outcomes)) continue;
         for (const auto& attempt : row.outcomes)
             if (known.insert(attempt.first).second) columns.push_back(attempt.first);
+        last = &row.outcomes;
+    }
     return columns;
 }
 
@@ -346,7 +357,24 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
     out += "</tbody></table></section>";
 }
 
-using ColumnIndex = std::unordered_map<std::string, std::size_t>;
+// The column of each run a row names. Rows mostly name the runs in the same order, so the
+// column the same place had in the row before is tried first.
+class ColumnFinder {
+public:
+    explicit ColumnFinder(const std::vector<std::string>& columns) : columns_(columns) {
+        for (std::size_t i = 0; i < columns.size(); ++i) index_.emplace(columns[i], i);
+    }
+    std::size_t operator()(std::size_t place, const std::string& run) {
+        if (place < last_.size() && columns_[last_[place]] == run) return last_[place];
+        if (place >= last_.size()) last_.resize(place + 1);
+        return last_[place] = index_.at(run);
+    }
+
+private:
+    const std::vector<std::string>& columns_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::size_t> last_;
+};
 
 void heat_head(std::string& out, const std::vector<std::string>& columns) {
     out += "<table class=heat><thead><tr><th class=k><span class=cols>";
@@ -355,9 +383,10 @@ void heat_head(std::string& out, const std::vector<std::string>& columns) {
 }
 
 // One row per test: equal neighbouring cells share one element, so a stable row is one or two.
-void heat_row(std::string& out, const LedgerRow& row, const ColumnIndex& index, std::size_t width, bool& other_seen) {
+void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::size_t width, bool& other_seen) {
     std::vector<const OutcomeStyle*> cells(width, &kStyles[kNotRun]);
-    for (const auto& [run, outcome] : row.outcomes) cells[index.at(run)] = &style_of(outcome);
+    for (std::size_t i = 0; i < row.outcomes.size(); ++i)
+        cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
     out += "<tr><td class=k>";
     for (std::size_t i = 0; i < width;) {
         std::size_t end = i;
@@ -386,8 +415,7 @@ void legend(std::string& out, bool other_seen) {
 // Tests that need a look (blocking, then deferred) in the open; passing ones folded away, so
 // 10,000 tests stay a page the browser lays out quickly.
 void html_heat_map(std::string& out, const std::vector<LedgerRow>& rows, const std::vector<std::string>& columns) {
-    ColumnIndex index;
-    for (std::size_t i = 0; i < columns.size(); ++i) index.emplace(columns[i], i);
+    ColumnFinder index(columns);
     RowRefs attention = rows_with_gate(rows, "block"), passing;
     const auto deferred = rows_with_gate(rows, "defer");
     attention.insert(attention.end(), deferred.begin(), deferred.end());
