@@ -86,10 +86,11 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   ``PER_TEST ON|OFF``
     One CTest entry per pytest test, named ``<name>/<node id>`` (control characters
     written as ``\xHH``), whose result mirrors its ledger row: ``block`` fails, ``pass``
-    and ``defer`` pass (the output says why and until when), ``skipped`` is skipped. The
-    entries are discovered by ``ctest`` itself each time it starts (collection with the
-    suite's interpreter, arguments and environment), so new tests appear without re-running
-    CMake. Default: ``ON``.
+    and ``defer`` pass (the output says why and until when), ``skipped`` is skipped, and a
+    test the ledger does not know fails. The entries are discovered by ``ctest`` itself each
+    time it starts (collection with the suite's interpreter, arguments and environment), so
+    new tests appear without re-running CMake; the collection runs again only when what it
+    depends on changed (see the README). Default: ``ON``.
 
   ``PYTHON exe``
     The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the

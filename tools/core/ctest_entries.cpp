@@ -70,6 +70,12 @@ std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::strin
 
 void write_verdict_store(const SuiteConfig& suite, const std::vector<LedgerRow>& rows) {
     VerdictStoreWriter store;
+    std::size_t bytes = 0;
+    for (const auto& row : rows) {
+        bytes += 32 + 2 * row.test.size() + row.reason.size();
+        for (const auto& [run, outcome] : row.outcomes) bytes += run.size() + outcome.size() + 5;
+    }
+    store.reserve(rows.size(), bytes);
     std::string text;
     for (const auto& row : rows) {
         if (row.suite_scope) continue;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <future>
+#include <thread>
 #include <map>
 #include <ostream>
 #include <set>
@@ -388,6 +390,24 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
     return row;
 }
 
+// The rows of the receipt's tests [begin, end), into `out`. Most tests share their attempts with
+// many others (passed in every run): those are judged once per kind.
+void test_rows(const GateInput& input, std::size_t begin, std::size_t end, LedgerRow* out) {
+    std::unordered_map<std::string, Judgement> judged;
+    std::string key;
+    for (auto i = begin; i < end; ++i, ++out) {
+        const auto& test = input.receipt.tests[i];
+        const auto number = input.runs.find(test.id);
+        if (!input.runs.attempt_key(number, key)) {
+            *out = test_row(test, number, judge(input.runs.attempts(number), input), input);
+            continue;
+        }
+        auto it = judged.find(key);
+        if (it == judged.end()) it = judged.emplace(key, judge(input.runs.attempts(number), input)).first;
+        *out = test_row(test, number, it->second, input);
+    }
+}
+
 void write_strings(rapidjson::Writer<rapidjson::StringBuffer>& w, const char* key, const std::vector<std::string>& items) {
     if (items.empty()) return;
     w.Key(key);
@@ -425,25 +445,32 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }
-    // Most tests share their attempts with many others (passed in every run): judged once per kind.
-    std::unordered_map<std::string, Judgement> judged;
-    std::string key;
-    rows.reserve(rows.size() + input.receipt.tests.size());
-    for (const auto& test : input.receipt.tests) {
-        const auto number = input.runs.find(test.id);
-        if (!input.runs.attempt_key(number, key)) {
-            rows.push_back(test_row(test, number, judge(input.runs.attempts(number), input), input));
-            continue;
-        }
-        auto it = judged.find(key);
-        if (it == judged.end()) it = judged.emplace(key, judge(input.runs.attempts(number), input)).first;
-        rows.push_back(test_row(test, number, it->second, input));
+    // A test's row depends on the test alone: large suites are cut into parts built side by side.
+    const auto& tests = input.receipt.tests;
+    const std::size_t parts = tests.size() < 4096 ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    const auto first = rows.size();
+    rows.resize(first + tests.size());
+    std::vector<std::future<void>> others;
+    for (std::size_t part = 1; part <= parts; ++part) {
+        const auto begin = tests.size() * (part - 1) / parts, end = tests.size() * part / parts;
+        auto build = [&input, &rows, first, begin, end] { test_rows(input, begin, end, &rows[first + begin]); };
+        if (part < parts) others.push_back(std::async(std::launch::async, build));
+        else build();
     }
+    for (auto& other : others) other.get();
     return rows;
 }
 
-std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
-    rapidjson::StringBuffer out;  // every row into one buffer: no copy per row
+namespace {
+
+// Every row a line, into one buffer: no copy per row, and room for them all made at once.
+void ledger_text(rapidjson::StringBuffer& out, const std::vector<LedgerRow>& rows) {
+    std::size_t size = 0;
+    for (const auto& row : rows) {
+        size += 96 + row.test.size() + row.reason.size() + (row.reproduce ? row.reproduce->size() : 0);
+        for (const auto& [run, outcome] : row.outcomes) size += run.size() + outcome.size() + 6;
+    }
+    out.Reserve(size);
     rapidjson::Writer<rapidjson::StringBuffer> w;
     for (const auto& row : rows) {
         w.Reset(out);
@@ -472,7 +499,20 @@ std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
         w.EndObject();
         out.Put('\n');
     }
+}
+
+}  // namespace
+
+std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
+    rapidjson::StringBuffer out;
+    ledger_text(out, rows);
     return std::string(out.GetString(), out.GetSize());
+}
+
+void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows) {
+    rapidjson::StringBuffer out;
+    ledger_text(out, rows);
+    write_file_atomic(file, std::string_view(out.GetString(), out.GetSize()));
 }
 
 void GateSummary::add(const LedgerRow& row) {

@@ -66,6 +66,8 @@ std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.
 std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
+// The same into `file`, atomically, without a copy of its text.
+void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows);
 // What the gate prints of a ledger: the rows that block, defer or warn (test, scope, warning,
 // verdict, gate, reason), and the counts.
 struct GateSummary {

@@ -30,6 +30,7 @@ struct Tally {
 
 Tally tally(const std::vector<LedgerRow>& rows) {
     Tally t;
+    auto counted = t.verdicts.end();  // the row before's: most rows have its verdict
     for (const auto& row : rows) {
         if (row.suite_scope) {
             ++t.checks;
@@ -37,7 +38,8 @@ Tally tally(const std::vector<LedgerRow>& rows) {
             continue;
         }
         ++t.tests;
-        ++t.verdicts[row.verdict];
+        if (counted == t.verdicts.end() || counted->first != row.verdict) counted = t.verdicts.try_emplace(row.verdict).first;
+        ++counted->second;
         t.block += row.gate == "block";
         t.defer += row.gate == "defer";
         t.pass += row.gate == "pass";
@@ -105,15 +107,18 @@ std::vector<std::string> heat_columns(const ReportInput& input) {
 // ------------------------------------------------------------------ HTML
 
 void escape_html(std::string& out, std::string_view text) {
-    for (const char c : text) {
-        switch (c) {
+    for (std::size_t start = 0; start < text.size();) {
+        const auto special = std::min(text.find_first_of("&<>\"'", start), text.size());
+        out.append(text, start, special - start);  // the plain run up to it, at once
+        if (special == text.size()) break;
+        switch (text[special]) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
             case '>': out += "&gt;"; break;
             case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            default: out += "&#39;";
         }
+        start = special + 1;
     }
 }
 
@@ -383,8 +388,10 @@ void heat_head(std::string& out, const std::vector<std::string>& columns) {
 }
 
 // One row per test: equal neighbouring cells share one element, so a stable row is one or two.
-void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::size_t width, bool& other_seen) {
-    std::vector<const OutcomeStyle*> cells(width, &kStyles[kNotRun]);
+void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::vector<const OutcomeStyle*>& cells,
+              bool& other_seen) {
+    const auto width = cells.size();
+    std::fill(cells.begin(), cells.end(), &kStyles[kNotRun]);
     for (std::size_t i = 0; i < row.outcomes.size(); ++i)
         cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
     out += "<tr><td class=k>";
@@ -424,25 +431,28 @@ void html_heat_map(std::string& out, const std::vector<LedgerRow>& rows, const s
     for (const auto& row : rows)
         if (!row.suite_scope && row.gate != "block" && row.gate != "defer") passing.push_back(&row);
 
-    bool other_seen = false;
-    std::string body;
-    if (attention.empty()) {
-        body += "<p class=empty>No test blocks or defers.</p>";
-    } else {
-        heat_head(body, columns);
-        for (const auto* row : attention) heat_row(body, *row, index, columns.size(), other_seen);
-        body += "</tbody></table>";
-    }
-    if (!passing.empty()) {
-        body += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
-        heat_head(body, columns);
-        for (const auto* row : passing) heat_row(body, *row, index, columns.size(), other_seen);
-        body += "</tbody></table></details>";
-    }
     out += "<section id=heatmap><h2>Heat map: " + std::to_string(attention.size() + passing.size()) + " tests &times; " +
            std::to_string(columns.size()) + " runs</h2>";
-    legend(out, other_seen);
-    out += body + "</section>";
+    const auto legend_at = out.size();  // the legend names only the outcomes the map shows: written after it
+    bool other_seen = false;
+    std::vector<const OutcomeStyle*> cells(columns.size());  // one row's, reused
+    if (attention.empty()) {
+        out += "<p class=empty>No test blocks or defers.</p>";
+    } else {
+        heat_head(out, columns);
+        for (const auto* row : attention) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table>";
+    }
+    if (!passing.empty()) {
+        out += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
+        heat_head(out, columns);
+        for (const auto* row : passing) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table></details>";
+    }
+    out += "</section>";
+    std::string key;
+    legend(key, other_seen);
+    out.insert(legend_at, key);
 }
 
 std::string_view rank_name(int rank) {

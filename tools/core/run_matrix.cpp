@@ -110,7 +110,11 @@ void RunMatrix::interrupted(RunCells& run, std::string_view test) {
 void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome, std::vector<std::string> dirty,
                        std::string_view message) {
     auto& cell = run.cells[id];
-    cell.outcome = outcomes_.intern(outcome) + 1;
+    if (last_outcome_.second == 0 || outcome != last_outcome_.first) {  // most results have the outcome of the one before
+        const auto number = outcomes_.intern(outcome);
+        last_outcome_ = {outcomes_.name(number), number + 1};
+    }
+    cell.outcome = last_outcome_.second;
     // A reason quotes the message of a failure or skip; nothing reads any other.
     const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip");
     if (!dirty.empty() || quoted) {
@@ -314,17 +318,17 @@ std::vector<std::pair<std::string, std::string>> RunMatrix::outcomes(std::option
 }
 
 bool RunMatrix::attempt_key(std::optional<std::uint32_t> test, std::string& key) const {
-    key.clear();
-    for (std::size_t r = 0; r < runs_.size(); ++r) {
+    constexpr std::size_t kBytes = 2 * sizeof(std::uint32_t) + 1;  // planned, outcome, interrupted
+    key.resize(runs_.size() * kBytes);
+    char* out = &key[0];
+    for (std::size_t r = 0; r < runs_.size(); ++r, out += kBytes) {
         const Cell none;
         const auto* c = cell(r, test);
         if (c == nullptr) c = &none;
         if (c->extra) return false;
-        char bytes[2 * sizeof(std::uint32_t) + 1];
-        std::memcpy(bytes, &c->planned, sizeof c->planned);
-        std::memcpy(bytes + sizeof c->planned, &c->outcome, sizeof c->outcome);
-        bytes[sizeof bytes - 1] = c->interrupted ? 1 : 0;
-        key.append(bytes, sizeof bytes);
+        std::memcpy(out, &c->planned, sizeof c->planned);
+        std::memcpy(out + sizeof c->planned, &c->outcome, sizeof c->outcome);
+        out[kBytes - 1] = c->interrupted ? 1 : 0;
     }
     return true;
 }

@@ -120,6 +120,7 @@ private:
 
     Interner ids_;
     Interner outcomes_;
+    std::pair<std::string_view, std::uint32_t> last_outcome_{{}, 0};  // the outcome last seen and its cell value (0: none yet)
     std::vector<LoadedRun> runs_;
     std::vector<RunCells> cells_;
 };

@@ -135,6 +135,11 @@ private:
 
 }  // namespace
 
+void VerdictStoreWriter::reserve(std::size_t verdicts, std::size_t bytes) {
+    items_.reserve(verdicts);
+    records_.reserve(bytes);
+}
+
 void VerdictStoreWriter::add(std::string_view test, std::string_view text) {
     const auto digest = digest_of(test);
     items_.push_back({digest.high, digest.low, records_.size(), length32(test.size()), length32(text.size())});

@@ -18,6 +18,7 @@ namespace evgate {
 // first is kept), then its records, as two parts so that the records are never copied.
 class VerdictStoreWriter {
 public:
+    void reserve(std::size_t verdicts, std::size_t bytes);  // room made at once, not as they come
     void add(std::string_view test, std::string_view text);  // `text`: what the test's entry prints
     std::string index() const;
     std::string_view records() const { return records_; }

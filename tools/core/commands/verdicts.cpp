@@ -122,7 +122,7 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     // Three files from the same rows, each on its own: written side by side.
     auto store = std::async(std::launch::async, [&] { write_verdict_store(suite, rows); });
     auto reports = std::async(std::launch::async, [&] { write_reports(suite.evidence_dir, report); });
-    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
+    write_ledger(suite.ledger_file(), rows);
     store.get();
     reports.get();
     check_entries(suite, input.receipt);
