@@ -3,7 +3,6 @@
 #include <map>
 
 #include "fuzz_support.hpp"
-#include "json_io.hpp"
 #include "verdict_store.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -12,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         evgate_fuzz::expect_only_input_errors([&] { evgate::find_verdict(file.path(), test); });
 
     std::map<std::string, std::string> first;  // of two verdicts for one test the first counts
-    evgate::VerdictStoreWriter store;
+    std::string bytes;
+    evgate::VerdictStoreWriter store([&bytes](std::string_view part) { bytes += part; });
     const auto input = evgate_fuzz::text(data, size);
     for (std::size_t at = 0; at < input.size();) {
         const auto id_end = std::min(input.find('\0', at), input.size());
@@ -23,10 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         first.emplace(id, text);
         at = text_end + 1;
     }
-    const auto index = store.index();
-    const auto records = store.records();
-    std::string bytes = index;
-    bytes.append(records);
+    store.finish();
     const evgate_fuzz::MemoryFile written(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     for (const auto& [id, text] : first)
         if (evgate::find_verdict(written.path(), id) != std::optional<std::string>(text)) evgate_fuzz::violated("a stored verdict is found");

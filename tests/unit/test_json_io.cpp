@@ -177,9 +177,27 @@ TEST_CASE("captured members are checked like document members, naming file and l
     CHECK(evgate::text_list(f[4], "b", where).empty());
 }
 
-TEST_CASE("read_file reuses a buffer and reads a file that grew", "[json_io]") {
+TEST_CASE("an atomic file written in pieces appears whole at commit, and not at all without", "[json_io]") {
     TempDir dir;
-    evgate::write_file_atomic(dir.path / "a", {"first ", "and second"});
+    {
+        evgate::AtomicFile file(dir.path / "a");
+        file.write("first ");
+        file.write("and second");
+        CHECK_FALSE(fs::exists(dir.path / "a"));
+        file.commit();
+    }
+    CHECK(evgate::read_file(dir.path / "a") == "first and second");
+    {
+        evgate::AtomicFile file(dir.path / "a");
+        file.write("abandoned");
+    }
+    CHECK(evgate::read_file(dir.path / "a") == "first and second");
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("read_file reuses a buffer", "[json_io]") {
+    TempDir dir;
+    evgate::write_file_atomic(dir.path / "a", "first and second");
     std::string buffer(100, 'x');
     evgate::read_file(dir.path / "a", buffer);
     CHECK(buffer == "first and second");

@@ -69,20 +69,16 @@ std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::strin
 }
 
 void write_verdict_store(const SuiteConfig& suite, const std::vector<LedgerRow>& rows) {
-    VerdictStoreWriter store;
-    std::size_t bytes = 0;
-    for (const auto& row : rows) {
-        bytes += 32 + 2 * row.test.size() + row.reason.size();
-        for (const auto& [run, outcome] : row.outcomes) bytes += run.size() + outcome.size() + 5;
-    }
-    store.reserve(rows.size(), bytes);
+    AtomicFile file(verdict_store_file(suite));
+    VerdictStoreWriter store([&file](std::string_view bytes) { file.write(bytes); });
     std::string text;
     for (const auto& row : rows) {
         if (row.suite_scope) continue;
         verdict_text(text, row);
         store.add(row.test, text);
     }
-    write_file_atomic(verdict_store_file(suite), {store.index(), store.records()});
+    store.finish();
+    file.commit();
     fs::remove_all(suite.evidence_dir / "verdicts");  // one file per test, as versions before the store wrote them
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <future>
 #include <thread>
 #include <map>
@@ -15,6 +16,12 @@
 #include "replay.hpp"
 
 namespace evgate {
+
+const Outcomes::List& Outcomes::list() const {
+    static const List none;
+    return list_ ? *list_ : none;
+}
+
 namespace {
 
 LedgerRow suite_row(std::string check, std::string verdict, std::string reason) {
@@ -372,7 +379,7 @@ Judgement judge(const std::vector<Attempt>& attempts, const GateInput& input) {
 }
 
 LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number, const Judgement& judged,
-                   const GateInput& input) {
+                   const Outcomes& outcomes, const GateInput& input) {
     const auto& c = judged.c;
     LedgerRow row;
     row.test = test.id;
@@ -385,7 +392,7 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
             row.reproduce = replay_command(input.evgate, input.suite_file, *request);
     row.dirty = c.dirty;
     for (auto v : c.also) row.also.emplace_back(to_string(v));
-    row.outcomes = input.runs.outcomes(number);
+    row.outcomes = outcomes;
     apply_policy(row, c.verdict, test, input);
     return row;
 }
@@ -393,18 +400,19 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
 // The rows of the receipt's tests [begin, end), into `out`. Most tests share their attempts with
 // many others (passed in every run): those are judged once per kind.
 void test_rows(const GateInput& input, std::size_t begin, std::size_t end, LedgerRow* out) {
-    std::unordered_map<std::string, Judgement> judged;
+    std::unordered_map<std::string, std::pair<Judgement, Outcomes>> judged;  // by attempt key: their outcomes are shared
     std::string key;
     for (auto i = begin; i < end; ++i, ++out) {
         const auto& test = input.receipt.tests[i];
         const auto number = input.runs.find(test.id);
         if (!input.runs.attempt_key(number, key)) {
-            *out = test_row(test, number, judge(input.runs.attempts(number), input), input);
+            *out = test_row(test, number, judge(input.runs.attempts(number), input), input.runs.outcomes(number), input);
             continue;
         }
         auto it = judged.find(key);
-        if (it == judged.end()) it = judged.emplace(key, judge(input.runs.attempts(number), input)).first;
-        *out = test_row(test, number, it->second, input);
+        if (it == judged.end())
+            it = judged.emplace(key, std::pair(judge(input.runs.attempts(number), input), Outcomes(input.runs.outcomes(number)))).first;
+        *out = test_row(test, number, it->second.first, it->second.second, input);
     }
 }
 
@@ -463,14 +471,11 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
 
 namespace {
 
-// Every row a line, into one buffer: no copy per row, and room for them all made at once.
-void ledger_text(rapidjson::StringBuffer& out, const std::vector<LedgerRow>& rows) {
-    std::size_t size = 0;
-    for (const auto& row : rows) {
-        size += 96 + row.test.size() + row.reason.size() + (row.reproduce ? row.reproduce->size() : 0);
-        for (const auto& [run, outcome] : row.outcomes) size += run.size() + outcome.size() + 6;
-    }
-    out.Reserve(size);
+// Every row a line. `flush` takes the text a megabyte at a time, and the rest at the end, so
+// the ledger is never held whole.
+void ledger_text(const std::vector<LedgerRow>& rows, const std::function<void(std::string_view)>& flush) {
+    constexpr std::size_t kChunk = std::size_t{1} << 20;
+    rapidjson::StringBuffer out;
     rapidjson::Writer<rapidjson::StringBuffer> w;
     for (const auto& row : rows) {
         w.Reset(out);
@@ -498,21 +503,25 @@ void ledger_text(rapidjson::StringBuffer& out, const std::vector<LedgerRow>& row
         if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
         w.EndObject();
         out.Put('\n');
+        if (out.GetSize() < kChunk) continue;
+        flush({out.GetString(), out.GetSize()});
+        out.Clear();
     }
+    flush({out.GetString(), out.GetSize()});
 }
 
 }  // namespace
 
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
-    rapidjson::StringBuffer out;
-    ledger_text(out, rows);
-    return std::string(out.GetString(), out.GetSize());
+    std::string text;
+    ledger_text(rows, [&text](std::string_view part) { text += part; });
+    return text;
 }
 
 void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows) {
-    rapidjson::StringBuffer out;
-    ledger_text(out, rows);
-    write_file_atomic(file, std::string_view(out.GetString(), out.GetSize()));
+    AtomicFile out(file);
+    ledger_text(rows, [&out](std::string_view part) { out.write(part); });
+    out.commit();
 }
 
 void GateSummary::add(const LedgerRow& row) {

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <optional>
 #include <string>
@@ -43,6 +45,33 @@ struct GateInput {
     Date today;
 };
 
+// A row's run -> outcome pairs, every attempt. Rows with the same attempts share one list (in a
+// large suite most rows: passed in every run), so rows grow with the tests, not tests x runs.
+// A list is copied before it is changed while another row shares it.
+class Outcomes {
+public:
+    using List = std::vector<std::pair<std::string, std::string>>;
+
+    Outcomes() = default;
+    Outcomes(List list) : list_(std::make_shared<List>(std::move(list))) {}
+    Outcomes(std::initializer_list<List::value_type> list) : Outcomes(List(list)) {}
+
+    List::const_iterator begin() const { return list().begin(); }
+    List::const_iterator end() const { return list().end(); }
+    std::size_t size() const { return list().size(); }
+    bool empty() const { return list().empty(); }
+    const List::value_type& operator[](std::size_t i) const { return list()[i]; }
+    template <typename... Args>
+    void emplace_back(Args&&... args) {
+        if (!list_ || list_.use_count() > 1) list_ = std::make_shared<List>(list());
+        list_->emplace_back(std::forward<Args>(args)...);
+    }
+
+private:
+    const List& list() const;
+    std::shared_ptr<List> list_;
+};
+
 struct LedgerRow {
     std::string test;
     bool suite_scope = false;
@@ -50,7 +79,7 @@ struct LedgerRow {
     std::string verdict;
     std::string gate;  // pass defer block
     std::string reason;
-    std::vector<std::pair<std::string, std::string>> outcomes;  // run -> outcome, every attempt
+    Outcomes outcomes;
     std::vector<std::string> also;
     std::vector<std::string> dirty;
     std::optional<std::string> until;
@@ -66,7 +95,7 @@ std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.
 std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
-// The same into `file`, atomically, without a copy of its text.
+// The same into `file`, atomically, a piece at a time.
 void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows);
 // What the gate prints of a ledger: the rows that block, defer or warn (test, scope, warning,
 // verdict, gate, reason), and the counts.

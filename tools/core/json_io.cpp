@@ -12,6 +12,8 @@
 
 #include <rapidjson/error/en.h>
 
+#include <gsl/gsl>
+
 #include "error.hpp"
 
 namespace evgate {
@@ -255,36 +257,44 @@ std::string json_string(std::string_view text) {
     return std::string(writer.text());
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
-    write_file_atomic(path, {content});
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)), temp_(path_) {
+    temp_ += ".tmp." + std::to_string(::getpid());
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::initializer_list<std::string_view> parts) {
-    auto temp = path;
-    temp += ".tmp." + std::to_string(::getpid());
-    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error("cannot write " + temp.string() + ": " + std::strerror(errno));
-    for (const auto content : parts) {
-        std::size_t done = 0;
-        while (done < content.size()) {
-            auto n = ::write(fd, content.data() + done, content.size() - done);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                int saved = errno;
-                ::close(fd);
-                ::unlink(temp.c_str());
-                throw Error("cannot write " + temp.string() + ": " + std::strerror(saved));
-            }
-            done += static_cast<std::size_t>(n);
-        }
+AtomicFile::~AtomicFile() {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    ::unlink(temp_.c_str());
+}
+
+void AtomicFile::write(std::string_view bytes) {
+    Expects(fd_ >= 0);
+    for (std::size_t done = 0; done < bytes.size();) {
+        auto n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
+        done += static_cast<std::size_t>(n);
     }
-    ::fsync(fd);
-    ::close(fd);
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+}
+
+void AtomicFile::commit() {
+    Expects(fd_ >= 0);
+    ::fsync(fd_);
+    ::close(fd_);
+    fd_ = -1;
+    if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
         int saved = errno;
-        ::unlink(temp.c_str());
-        throw Error("cannot replace " + path.string() + ": " + std::strerror(saved));
+        ::unlink(temp_.c_str());
+        throw Error("cannot replace " + path_.string() + ": " + std::strerror(saved));
     }
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+    AtomicFile file(path);
+    file.write(content);
+    file.commit();
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -82,8 +82,6 @@ bool any_has(const RowRefs& rows, std::optional<std::string> LedgerRow::*field) 
     return std::any_of(rows.begin(), rows.end(), [field](const LedgerRow* row) { return (row->*field).has_value(); });
 }
 
-using Outcomes = std::vector<std::pair<std::string, std::string>>;
-
 bool same_runs(const Outcomes& a, const Outcomes& b) {
     return a.size() == b.size() &&
            std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <ostream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,12 +18,13 @@
 namespace evgate {
 namespace {
 
-// Layout, little-endian: "EVGVRD1\n", the entry count (u64); the entries sorted by digest, each
-// digest high and low (u64 each), the record's offset in the file (u64), the id's and the
-// text's length (u32 each); then the records, each the id, '\n' and the text.
-constexpr std::string_view kMagic = "EVGVRD1\n";
-constexpr std::size_t kHeader = 16;
+// Layout, little-endian: the records, each the id, '\n' and the text; the index, one entry a
+// record sorted by digest, each the digest high and low (u64 each), the record's offset in the
+// file (u64), the id's and the text's length (u32 each); then "EVGVRD2\n" and the entry count (u64).
+constexpr std::string_view kMagic = "EVGVRD2\n";
+constexpr std::size_t kFooter = 16;
 constexpr std::size_t kEntry = 32;
+constexpr std::size_t kChunk = std::size_t{1} << 20;
 
 struct Digest {
     std::uint64_t high = 0, low = 0;
@@ -79,11 +79,13 @@ public:
         struct stat st {};
         if (::fstat(fd_, &st) != 0) damaged(std::strerror(errno));
         size_ = static_cast<std::uint64_t>(st.st_size);
-        unsigned char header[kHeader];
-        read(0, header, kHeader);
-        if (std::memcmp(header, kMagic.data(), kMagic.size()) != 0) damaged("not a verdict store");
-        const auto count = get(header + kMagic.size(), 8);
-        if (count > (size_ - kHeader) / kEntry) damaged("its index is cut short");
+        if (size_ < kFooter) damaged("it is cut short");
+        unsigned char footer[kFooter];
+        read(size_ - kFooter, footer, kFooter);
+        if (std::memcmp(footer, kMagic.data(), kMagic.size()) != 0) damaged("not a verdict store");
+        const auto count = get(footer + kMagic.size(), 8);
+        if (count > (size_ - kFooter) / kEntry) damaged("its index is cut short");
+        index_ = size_ - kFooter - count * kEntry;
         const auto want = digest_of(test);
         std::uint64_t low = 0, high = count;  // the first entry not below `want`
         while (low < high) {
@@ -94,7 +96,7 @@ public:
         for (; low < count; ++low) {  // equal digests of different ids: compare the ids
             const auto e = entry(low);
             if (!(e.digest == want)) break;
-            if (e.offset > size_ || e.id_length + 1ull + e.text_length > size_ - e.offset) damaged("a record lies outside it");
+            if (e.offset > index_ || e.id_length + 1ull + e.text_length > index_ - e.offset) damaged("a record lies outside it");
             std::string record(e.id_length + 1ull + e.text_length, '\0');
             read(e.offset, record.data(), record.size());
             if (std::string_view(record).substr(0, e.id_length) == test) return record.substr(e.id_length + 1ull);
@@ -105,7 +107,7 @@ public:
 private:
     Entry entry(std::uint64_t i) {
         unsigned char bytes[kEntry];
-        read(kHeader + i * kEntry, bytes, kEntry);
+        read(index_ + i * kEntry, bytes, kEntry);
         return {{get(bytes, 8), get(bytes + 8, 8)}, get(bytes + 16, 8), static_cast<std::uint32_t>(get(bytes + 24, 4)),
                 static_cast<std::uint32_t>(get(bytes + 28, 4))};
     }
@@ -130,65 +132,68 @@ private:
     std::filesystem::path path_;
     int fd_;
     int open_error_;
-    std::uint64_t size_ = 0;
+    std::uint64_t size_ = 0, index_ = 0;  // the file's size, where its index begins
 };
 
 }  // namespace
 
-void VerdictStoreWriter::reserve(std::size_t verdicts, std::size_t bytes) {
-    items_.reserve(verdicts);
-    records_.reserve(bytes);
+void VerdictStoreWriter::emit(std::string_view bytes) {
+    pending_ += bytes;
+    size_ += bytes.size();
+    if (pending_.size() < kChunk) return;
+    out_(pending_);
+    pending_.clear();
 }
 
 void VerdictStoreWriter::add(std::string_view test, std::string_view text) {
     const auto digest = digest_of(test);
-    items_.push_back({digest.high, digest.low, records_.size(), length32(test.size()), length32(text.size())});
-    records_.append(test).append(1, '\n').append(text);
+    items_.push_back({digest.high, digest.low, size_, length32(test.size()), length32(text.size()), ids_.size()});
+    ids_ += test;
+    emit(test);
+    emit("\n");
+    emit(text);
 }
 
-std::string VerdictStoreWriter::index() const {
-    const auto id = [this](const Item& item) { return std::string_view(records_).substr(item.offset, item.id_length); };
-    auto order = items_;  // by digest; equal digests by id, equal ids in the order added
-    std::sort(order.begin(), order.end(), [&](const Item& a, const Item& b) {
+void VerdictStoreWriter::finish() {
+    const auto id = [this](const Item& item) { return std::string_view(ids_).substr(item.id, item.id_length); };
+    std::sort(items_.begin(), items_.end(), [&](const Item& a, const Item& b) {  // equal ids in the order added
         if (a.high != b.high || a.low != b.low) return a.high != b.high ? a.high < b.high : a.low < b.low;
         const auto x = id(a), y = id(b);
         return x != y ? x < y : a.offset < b.offset;
     });
-    order.erase(std::unique(order.begin(), order.end(), [&](const Item& a, const Item& b) { return id(a) == id(b); }),
-                order.end());
-    const std::uint64_t start = kHeader + order.size() * kEntry;  // where the records begin
-    std::string out;
-    out.reserve(start);
-    out.append(kMagic);
-    put(out, order.size(), 8);
-    for (const auto& item : order) {
-        put(out, item.high, 8);
-        put(out, item.low, 8);
-        put(out, start + item.offset, 8);
-        put(out, item.id_length, 4);
-        put(out, item.text_length, 4);
+    items_.erase(std::unique(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return id(a) == id(b); }),
+                 items_.end());
+    std::string entry;
+    for (const auto& item : items_) {
+        entry.clear();
+        put(entry, item.high, 8);
+        put(entry, item.low, 8);
+        put(entry, item.offset, 8);
+        put(entry, item.id_length, 4);
+        put(entry, item.text_length, 4);
+        emit(entry);
     }
-    return out;
+    std::string footer(kMagic);
+    put(footer, items_.size(), 8);
+    emit(footer);
+    out_(pending_);
+    pending_.clear();
 }
 
 std::optional<std::string> find_verdict(const std::filesystem::path& store, std::string_view test) {
     return StoreFile(store).find(test);
 }
 
-int print_verdict(const std::filesystem::path& store, std::string_view test, std::ostream& out) {
+EntryOutput entry_output(const std::filesystem::path& store, std::string_view test) {
     StoreFile file(store);
-    if (!file.exists()) {
-        out << "no verdict: the verdict store " << store.string() << " does not exist: the suite's ledger step has not run\n";
-        return 1;
-    }
-    const auto text = file.find(test);
-    if (!text) {
-        out << "no verdict: " << test << " has no row in the ledger: pytest does not collect it any more (renamed "
-            << "or removed?), so this entry is older than the collection; the next ctest registers the entries anew\n";
-        return 1;
-    }
-    out << *text;
-    return 0;
+    if (!file.exists())
+        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run\n", 1};
+    auto text = file.find(test);
+    if (!text)
+        return {"no verdict: " + std::string(test) + " has no row in the ledger: pytest does not collect it any more (renamed " +
+                    "or removed?), so this entry is older than the collection; the next ctest registers the entries anew\n",
+                1};
+    return {std::move(*text), 0};
 }
 
 }  // namespace evgate

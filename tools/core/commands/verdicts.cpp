@@ -194,7 +194,9 @@ int cmd_verdict(const Args& args) {
     options.add_options()("test", po::value<std::string>()->required(), "the test's node id");
     auto vm = parse("verdict", args, options);
     if (!vm) return 0;
-    return print_verdict(verdict_store_file(suite_of(*vm)), (*vm)["test"].as<std::string>(), std::cout);
+    const auto output = entry_output(verdict_store_file(suite_of(*vm)), (*vm)["test"].as<std::string>());
+    std::cout << output.text;
+    return output.status;
 }
 
 int cmd_discover(const Args& args) {
