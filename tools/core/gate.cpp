@@ -4,10 +4,10 @@
 #include <cctype>
 #include <functional>
 #include <future>
-#include <thread>
 #include <map>
 #include <ostream>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -524,8 +524,14 @@ void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow
     out.commit();
 }
 
+namespace {
+
+bool printed(const LedgerRow& row) { return row.gate == "block" || row.gate == "defer" || row.warning; }
+
+}  // namespace
+
 void GateSummary::add(const LedgerRow& row) {
-    if (row.gate == "block" || row.gate == "defer" || row.warning) shown.push_back(row);
+    if (printed(row)) shown.push_back(row);
     if (row.suite_scope) {
         suite_blocks += row.gate == "block";
         runners += row.test.rfind("runner:", 0) == 0 && row.gate == "pass";
@@ -599,7 +605,7 @@ GateSummary read_gate_summary(const std::filesystem::path& file) {
         const auto reason = required_text(f[key::reason], "reason", where);
         optional_text(f[key::until], "until", where);
         optional_text(f[key::owner], "owner", where);
-        if (row.gate == "block" || row.gate == "defer" || row.warning) row.reason = reason;  // only a shown row's is printed
+        if (printed(row)) row.reason = reason;  // no other row's is needed
         summary.add(row);
         runs.add(f[key::outcomes]);
     }

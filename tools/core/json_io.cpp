@@ -82,7 +82,9 @@ rapidjson::Document read_json_file_in_place(const std::filesystem::path& path, s
     return doc;
 }
 
-JsonlSaxReader::JsonlSaxReader(std::string& text, std::string source) : text_(text), source_(std::move(source)) {}
+JsonlSaxReader::JsonlSaxReader(std::string& text, std::string source) : text_(text), source_(std::move(source)) {
+    if (text_.capacity() < text_.size() + kParseSlack) text_.reserve(text_.size() + kParseSlack);
+}
 
 char* JsonlSaxReader::next_line() {
     while (position_ < text_.size()) {
@@ -307,8 +309,9 @@ void read_file(const std::filesystem::path& path, std::string& text) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error("cannot read " + path.string() + ": " + std::strerror(errno));
     struct stat st {};
-    // One byte more than fstat saw, so that the read that finds the end needs no larger buffer.
-    text.resize(::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) + 1 : 1);
+    // More than fstat saw, so that the read that finds the end needs no larger buffer, and the
+    // text keeps its slack for parsing in place.
+    text.resize((::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0) + kParseSlack);
     std::size_t done = 0;
     for (;;) {  // to the end, even past the size fstat saw (a run still appending)
         if (done == text.size()) text.resize(2 * text.size());
@@ -323,6 +326,7 @@ void read_file(const std::filesystem::path& path, std::string& text) {
         done += static_cast<std::size_t>(n);
     }
     ::close(fd);
+    if (text.size() < done + kParseSlack) text.resize(done + kParseSlack);  // a file that grew as it was read
     text.resize(done);
 }
 

@@ -47,6 +47,10 @@ private:
     bool torn_ = false;
 };
 
+// Room a buffer parsed in place keeps after its text: RapidJSON's SIMD scanning reads whole
+// aligned 16-byte blocks, so it may read up to 15 bytes past the end (never further).
+constexpr std::size_t kParseSlack = 16;
+
 // JSON Lines from a whole file's bytes, without a document per line: each line is parsed in
 // place in `text` (the bytes are modified; strings the handler is given point into them) into
 // a SAX handler. Blank lines, torn last lines and errors as JsonlReader.
@@ -178,7 +182,8 @@ private:
 // Write `content` to a temporary file beside `path`, flush it and rename it over `path`.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 std::string read_file(const std::filesystem::path& path);
-// The same into `text`, reusing its memory: reading file after file costs no allocation.
+// The same into `text`, reusing its memory (reading file after file costs no allocation), with
+// kParseSlack bytes of room after the end.
 void read_file(const std::filesystem::path& path, std::string& text);
 
 // Typed member access for documents we or the user wrote; errors name source and key.

@@ -11,7 +11,6 @@
 #include <gsl/gsl>
 #include <xxhash.h>
 
-#include "error.hpp"
 #include "json_io.hpp"
 #include "run_records.hpp"
 
@@ -96,10 +95,9 @@ std::uint32_t RunMatrix::number(RunCells& run, std::string_view test) {
     return id;
 }
 
-std::uint32_t RunMatrix::planned(RunCells& run, std::string_view test) {
+void RunMatrix::planned(RunCells& run, std::string_view test) {
     const auto id = number(run, test);
     ++run.cells[id].planned;
-    return id;
 }
 
 void RunMatrix::interrupted(RunCells& run, std::string_view test) {
@@ -230,8 +228,13 @@ void RunMatrix::add_runs(const fs::path& runs_dir, const std::function<std::stri
             changed.wait(lock, [&] { return stop || next == plans.size() || next < added + threads; });
             if (stop || next == plans.size()) return;
             const auto i = next++;
-            auto run = spare.empty() ? std::make_unique<Parsed>() : std::move(spare.back());
-            if (!spare.empty()) spare.pop_back();
+            std::unique_ptr<Parsed> run;
+            if (spare.empty()) {
+                run = std::make_unique<Parsed>();
+            } else {
+                run = std::move(spare.back());
+                spare.pop_back();
+            }
             lock.unlock();
             try {
                 run->read(plans[i]);

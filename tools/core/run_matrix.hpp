@@ -58,7 +58,7 @@ private:
 class RunMatrix {
 public:
     RunMatrix() = default;
-    RunMatrix(std::initializer_list<LoadedRun> runs);
+    RunMatrix(std::initializer_list<LoadedRun> runs);  // runs held in memory, in this order
 
     // A run held in memory: a runner bundle's, a JUnit file's.
     void add(LoadedRun run);
@@ -106,7 +106,7 @@ private:
     struct Parsed;  // one run's files, parsed but not numbered
 
     std::uint32_t number(RunCells& run, std::string_view test);  // the test's number, with a cell in `run`
-    std::uint32_t planned(RunCells& run, std::string_view test);
+    void planned(RunCells& run, std::string_view test);
     void interrupted(RunCells& run, std::string_view test);
     void result(RunCells& run, std::uint32_t test, std::string_view outcome, std::vector<std::string> dirty,
                 std::string_view message);
