@@ -9,6 +9,11 @@ find_package(RapidJSON REQUIRED)
 add_library(evidence_gate_rapidjson INTERFACE)
 target_include_directories(evidence_gate_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIRS})
 target_compile_definitions(evidence_gate_rapidjson INTERFACE RAPIDJSON_HAS_STDSTRING=1)
+# Its SIMD string and whitespace scanning, with SSE2, which every x86-64 CPU has: the gate
+# parses hundreds of MB of run records, a third faster so.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  target_compile_definitions(evidence_gate_rapidjson INTERFACE RAPIDJSON_SSE2)
+endif()
 
 # xxHash (XXH3) keys the shuffle: fast, and the same on every machine. No CMake config on Debian.
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)

@@ -5,18 +5,19 @@ include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
 set_target_properties(evgate PROPERTIES EXPORT_NAME evgate)
+set_target_properties(evgate-verdict PROPERTIES EXPORT_NAME evgate-verdict)  # found beside evgate by `evgate discover`
 set(config_dir "${CMAKE_INSTALL_DATADIR}/EvidenceGate/cmake")
 
 # Build tree: the module and templates stay in the source tree.
 set(EVIDENCE_GATE_MODULE_DIR "${PROJECT_SOURCE_DIR}/modules")
-export(TARGETS evgate NAMESPACE EvidenceGate:: FILE "${PROJECT_BINARY_DIR}/EvidenceGateTargets.cmake")
+export(TARGETS evgate evgate-verdict NAMESPACE EvidenceGate:: FILE "${PROJECT_BINARY_DIR}/EvidenceGateTargets.cmake")
 configure_package_config_file(cmake/EvidenceGateConfig.cmake.in "${PROJECT_BINARY_DIR}/EvidenceGateConfig.cmake"
   INSTALL_DESTINATION "${PROJECT_BINARY_DIR}" PATH_VARS EVIDENCE_GATE_MODULE_DIR)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/EvidenceGateConfigVersion.cmake"
   COMPATIBILITY SameMajorVersion)
 
 if(EVIDENCE_GATE_INSTALL)
-  install(TARGETS evgate EXPORT EvidenceGateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS evgate evgate-verdict EXPORT EvidenceGateTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(EXPORT EvidenceGateTargets NAMESPACE EvidenceGate:: DESTINATION ${config_dir})
   set(EVIDENCE_GATE_MODULE_DIR "${CMAKE_INSTALL_DATADIR}/EvidenceGate/modules")
   configure_package_config_file(cmake/EvidenceGateConfig.cmake.in "${PROJECT_BINARY_DIR}/install/EvidenceGateConfig.cmake"

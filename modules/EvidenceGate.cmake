@@ -86,10 +86,11 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   ``PER_TEST ON|OFF``
     One CTest entry per pytest test, named ``<name>/<node id>`` (control characters
     written as ``\xHH``), whose result mirrors its ledger row: ``block`` fails, ``pass``
-    and ``defer`` pass (the output says why and until when), ``skipped`` is skipped. The
-    entries are discovered by ``ctest`` itself each time it starts (collection with the
-    suite's interpreter, arguments and environment), so new tests appear without re-running
-    CMake. Default: ``ON``.
+    and ``defer`` pass (the output says why and until when), ``skipped`` is skipped, and a
+    test the ledger does not know fails. The entries are discovered by ``ctest`` itself each
+    time it starts (collection with the suite's interpreter, arguments and environment), so
+    new tests appear without re-running CMake; the collection runs again only when what it
+    depends on changed (see the README). Default: ``ON``.
 
   ``PYTHON exe``
     The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
@@ -216,6 +217,8 @@ endfunction()
 
 # One CTest entry per pytest test, registered by ctest itself before it runs (as
 # gtest_discover_tests does in PRE_TEST mode), so new tests appear without re-running CMake.
+# `evgate discover` collects only when what collection depends on changed since it last did;
+# each entry runs evgate-verdict, which prints the test's row from the ledger step's store.
 function(_evidence_gate_discover_tests name suite_file evidence_dir)
   set(entries "${evidence_dir}/ctest-entries.cmake")
   set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_evidence_entries.cmake")
@@ -225,8 +228,7 @@ if(NOT EXISTS \"\${tool}\")
   add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])
   return()
 endif()
-execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--cmake=${CMAKE_COMMAND}]==]
-                        [==[--output=${entries}]==]
+execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--output=${entries}]==]
                 RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_VARIABLE output)
 if(failed)
   add_test([==[${name}.discover]==] [==[${CMAKE_COMMAND}]==] -E echo \"\${output}\")

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             case 0: evgate::load_suite_config(file.path()); break;
             case 1: evgate::load_receipt(file.path()).collected(); break;
             case 2: evgate::read_plan(file.path()); break;
-            default: evgate::read_ledger(file.path()); break;
+            default: evgate::read_gate_summary(file.path()); break;
         }
     });
     return 0;

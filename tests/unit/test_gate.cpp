@@ -2,8 +2,11 @@
 #include <sstream>
 
 #include "gate.hpp"
+#include "json_io.hpp"
+#include "support.hpp"
 
 using namespace evgate;
+using evgate::test::TempDir;
 
 namespace {
 
@@ -154,4 +157,65 @@ TEST_CASE("the ledger is byte-identical for the same inputs and keeps every atte
     CHECK(text == ledger_jsonl(build_ledger(input)));
     CHECK_THAT(text, Catch::Contains(R"("outcomes":{"seed.0":"passed","seed.1":"failed"})"));
     CHECK_THAT(text, Catch::Contains(R"("scope":"suite")"));
+}
+
+TEST_CASE("tests with the same attempts are judged alike, each with its own quarantine, partner and command", "[gate]") {
+    auto input = input_for({"t::q", "t::r", "t::s"});
+    input.runs = {finished_run("seed.0", {"t::q", "t::r", "t::s"}, {{"t::q", "failed"}, {"t::r", "failed"}, {"t::s", "passed"}}),
+                  finished_run("seed.1", {"t::s", "t::r", "t::q"}, {{"t::q", "failed"}, {"t::r", "failed"}, {"t::s", "passed"}})};
+    input.quarantine = {{"t::q", Date{2026, 6, 1}, "ana", "ticket 12", 1}};
+    input.evgate = "/bin/evgate";
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "t::q").gate == "defer");
+    CHECK(row_of(rows, "t::r").gate == "block");
+    CHECK(row_of(rows, "t::q").reason != row_of(rows, "t::r").reason);
+    CHECK_THAT(*row_of(rows, "t::r").reproduce, Catch::Contains("--test t::r"));
+    CHECK_THAT(*row_of(rows, "t::q").reproduce, Catch::Contains("--test t::q"));
+    CHECK(row_of(rows, "t::s").verdict == "stable");
+}
+
+TEST_CASE("the gate read back from the ledger prints what the gate printed when it built it", "[gate]") {
+    auto input = input_for({"t::a", "t::f", "t::q", "t::s"});
+    input.runs = {finished_run("seed.0", {"t::a", "t::f", "t::q", "t::s"},
+                               {{"t::a", "passed"}, {"t::f", "failed"}, {"t::q", "failed"}, {"t::s", "skipped"}}),
+                  finished_run("seed.1", {"t::s", "t::q", "t::f", "t::a"},
+                               {{"t::a", "passed"}, {"t::f", "failed"}, {"t::q", "failed"}, {"t::s", "skipped"}})};
+    input.quarantine = {{"t::q", Date{2026, 6, 1}, "ana", "ticket 12", 1}};
+    input.receipt.stray_configs = {"sub/pytest.ini"};
+    input.runners = {"ci"};
+    const auto rows = build_ledger(input);
+    TempDir dir;
+    write_file_atomic(dir.path / "ledger.jsonl", ledger_jsonl(rows));
+    const auto read = read_gate_summary(dir.path / "ledger.jsonl");
+    std::ostringstream built, printed;
+    CHECK(print_gate(built, "s", rows, 2) == print_gate(printed, "s", read, read.runs));
+    CHECK(printed.str() == built.str());
+    CHECK_THAT(printed.str(), Catch::Contains("BLOCK t::f: failing") && Catch::Contains("DEFER t::q: failing") &&
+                                  Catch::Contains("WARN stray-config:sub/pytest.ini"));
+    CHECK(read.runs == 2);
+    CHECK(read.runners == 1);
+    CHECK(read.tests == 4);
+    CHECK(read.deferred == 1);
+}
+
+TEST_CASE("the gate reads a ledger written with spaces too, and names file and line of a bad row", "[gate]") {
+    TempDir dir;
+    const auto file = dir.path / "ledger.jsonl";
+    write_file_atomic(file, R"({ "test" : "t::a" , "verdict" : "failing" , "gate" : "block" , "reason" : "fails" , "outcomes" : { "seed.0" : "failed" , "seed.1" : "failed" } })" "\n"
+                            "\n"
+                            R"({"test": "t::b", "verdict": "stable", "gate": "pass", "reason": "passes", "outcomes": {"seed.2": "passed"}})" "\n");
+    const auto read = read_gate_summary(file);
+    CHECK(read.tests == 2);
+    CHECK(read.blocked == 1);
+    CHECK(read.runs == 3);
+    REQUIRE(read.shown.size() == 1);
+    CHECK(read.shown[0].reason == "fails");
+
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass"})" "\n");
+    CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: missing string 'reason'");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r","until":1})" "\n");
+    CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: 'until' is not a string");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})" "\n{\"test\":");
+    CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":2: torn last line");
+    CHECK_THROWS_WITH(read_gate_summary(dir.path / "absent.jsonl"), Catch::Contains("the ledger step writes it"));
 }

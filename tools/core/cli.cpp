@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"replay", "replay an order and say whether the failure reproduced", cmd_replay},
     {"ledger", "build the ledger, reports and per-test verdicts", cmd_ledger},
     {"gate", "print the gate and fail when a row blocks", cmd_gate},
+    {"verdict", "print a test's verdict, as its CTest entry does", cmd_verdict},
     {"discover", "write one CTest entry per test", cmd_discover},
     {"baseline", "write the collection baseline", cmd_baseline},
     {"restore", "restore the fixture groups to pristine", cmd_restore},

@@ -14,12 +14,14 @@ namespace evgate {
 // The entry's name: "<suite>/<node id>", control characters written as \xHH.
 std::string ctest_name(const std::string& suite, const std::string& test_id);
 
-// The CMake code (CTestTestfile syntax) that registers one entry per id; each entry prints
-// its verdict file and passes, fails or is skipped as its row says.
-std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::string>& ids, const std::string& cmake);
+// The CMake code (CTestTestfile syntax) that registers one entry per id; each entry runs
+// `verdict_tool <store> <id>` (evgate-verdict), which prints its verdict, and passes, fails or
+// is skipped as its row says.
+std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::string>& ids, const std::string& verdict_tool);
 
-// verdicts/<digest>.txt per test row: "pass: stable: ...", "block: ...", "defer: ...", "skipped: ...".
-void write_verdict_files(const SuiteConfig& suite, const std::vector<LedgerRow>& rows);
-std::filesystem::path verdict_file(const SuiteConfig& suite, const std::string& test_id);
+// The verdict store of the test rows, what each entry prints: "pass: stable: ...", "block: ...",
+// "defer: ...", "skipped: ...", then the outcomes.
+void write_verdict_store(const SuiteConfig& suite, const std::vector<LedgerRow>& rows);
+std::filesystem::path verdict_store_file(const SuiteConfig& suite);
 
 }  // namespace evgate

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "error.hpp"
-#include "gate.hpp"
 #include "json_io.hpp"
+#include "run_matrix.hpp"
 #include "seed_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -121,12 +121,13 @@ Role parse_role(const std::string& text) {
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test) {
     const int max_runs = 10 * per_test;  // the whole step stays bounded however many tests depend on order
     const auto runs = load_runs(suite, receipt.id);
-    const auto attempts = gather_attempts(runs);
+    RunMatrix matrix;
+    for (const auto& run : runs) matrix.add(run);
     std::vector<Culprit> culprits;
     int left = max_runs;
     for (const auto& test : receipt.tests) {  // collection order: a stable result
-        auto it = attempts.find(test.id);
-        if (it == attempts.end() || classify(it->second).verdict != Verdict::order_dependent) continue;
+        const auto attempts = matrix.attempts(test.id);
+        if (attempts.empty() || classify(attempts).verdict != Verdict::order_dependent) continue;
         const auto prefixes = prefixes_of(test.id, runs);
         Culprit culprit;
         if (left <= 0) {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <functional>
+#include <future>
 #include <map>
 #include <ostream>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +16,12 @@
 #include "replay.hpp"
 
 namespace evgate {
+
+const Outcomes::List& Outcomes::list() const {
+    static const List none;
+    return list_ ? *list_ : none;
+}
+
 namespace {
 
 LedgerRow suite_row(std::string check, std::string verdict, std::string reason) {
@@ -34,24 +42,36 @@ std::string list_some(const std::vector<std::string>& items, std::size_t shown =
 }
 
 // Ids the receipt does not list (a run may leave out receipt tests on purpose: a rerun prefix).
-std::vector<std::string> unknown_to(const std::unordered_set<std::string>& known, const std::vector<std::string>& ids) {
-    std::vector<std::string> out;
-    for (const auto& id : ids)
-        if (!known.count(id)) out.push_back(id);
-    return out;
-}
+// The receipt's ids are gathered only once a run lists any.
+class UnknownIds {
+public:
+    explicit UnknownIds(const Receipt& receipt) : receipt_(receipt) {}
+    std::vector<std::string> of(const std::vector<std::string>& ids) {
+        if (!ids.empty() && known_.empty())
+            for (const auto& t : receipt_.tests) known_.insert(t.id);
+        std::vector<std::string> out;
+        for (const auto& id : ids)
+            if (!known_.count(id)) out.push_back(id);
+        return out;
+    }
+
+private:
+    const Receipt& receipt_;
+    std::unordered_set<std::string> known_;
+};
 
 // What each run saw against the receipt: same rootdir, configfile and conftest files,
 // no test it was not asked for, no planned test without a result.
 std::vector<LedgerRow> run_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
-    std::unordered_set<std::string> known;
-    for (const auto& t : input.receipt.tests) known.insert(t.id);
+    UnknownIds unknown(input.receipt);
+    const auto& runs = input.runs.runs();
     std::set<std::string> present;
-    for (const auto& run : input.runs) present.insert(run.plan.id);
+    for (const auto& run : runs) present.insert(run.plan.id);
     for (const auto& id : input.expected_runs)
         if (!present.count(id)) rows.push_back(suite_row("run:" + id, "missing", "run " + id + " left no records"));
-    for (const auto& run : input.runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const auto& run = runs[i];
         if (run.plan.column == Column::runner) continue;  // another machine's paths: runner_rows
         const std::string name = "run:" + run.plan.id;
         if (!run.problem.empty()) {
@@ -68,7 +88,7 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
                           input.receipt.configfile.value_or("none") + "'";
             else if (s.conftests != input.receipt.conftests)
                 trouble = "pytest loaded other conftest files than the receipt lists";
-            else if (auto extra = unknown_to(known, s.unlisted); !extra.empty())
+            else if (auto extra = unknown.of(s.unlisted); !extra.empty())
                 trouble = "pytest collected tests the receipt does not list: " + list_some(extra);
             if (!trouble.empty()) break;
         }
@@ -84,7 +104,7 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
         } else if (!*r.finished) {
             rows.push_back(suite_row(name, "interrupted", "the run did not finish: " + r.finish_note));
         } else {
-            rows.push_back(suite_row(name, "stable", std::to_string(r.results.size()) + " results from " +
+            rows.push_back(suite_row(name, "stable", std::to_string(input.runs.results(i)) + " results from " +
                                                          std::to_string(r.sessions.size()) + " pytest process(es)"));
         }
     }
@@ -162,31 +182,6 @@ std::vector<LedgerRow> collection_rows(const GateInput& input) {
 }
 
 }  // namespace
-
-std::unordered_map<std::string, std::vector<Attempt>> gather_attempts(const std::vector<LoadedRun>& runs) {
-    std::unordered_map<std::string, std::vector<Attempt>> attempts;
-    for (const auto& run : runs) {
-        if (!run.problem.empty()) continue;
-        const auto& r = run.records;
-        for (const auto& test : run.plan.tests) {
-            // A runner that has no result for a test says nothing about it (the row notes it).
-            if (run.plan.column == Column::runner && !r.results.count(test)) continue;
-            Attempt a;
-            a.run = run.plan.id;
-            a.order = run.plan.order;
-            a.column = run.plan.column;
-            if (auto it = r.results.find(test); it != r.results.end()) {
-                a.outcome = it->second.outcome;
-                a.dirty = it->second.dirty;
-                a.message = it->second.message;
-            } else {
-                a.outcome = r.interrupted.count(test) ? "interrupted" : "missing";
-            }
-            attempts[test].push_back(std::move(a));
-        }
-    }
-    return attempts;
-}
 
 namespace {
 
@@ -291,7 +286,7 @@ const Attempt* first_with(const std::vector<Attempt>& attempts, std::string_view
 }
 
 const LoadedRun* run_named(const GateInput& input, const std::string& id) {
-    for (const auto& run : input.runs)
+    for (const auto& run : input.runs.runs())
         if (run.plan.id == id) return &run;
     return nullptr;
 }
@@ -328,7 +323,8 @@ std::vector<std::string> differing_environment(const std::vector<Attempt>& attem
 }
 
 // What reproduces the row's failure, as one `evgate replay` request; nullopt where nothing local can.
-std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& test, const std::vector<Attempt>& attempts,
+// The test's attempts are built only where the request depends on them.
+std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& test, std::optional<std::uint32_t> number,
                                           const GateInput& input) {
     ReplayRequest request;
     switch (verdict) {
@@ -339,10 +335,12 @@ std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& te
                 request.seed = c->second.seed;
                 return request;
             }
+            const auto attempts = input.runs.attempts(number);
             const auto* failed = first_with(attempts, "fail");
             return failed ? std::optional(order_through(*failed, test, input)) : std::nullopt;
         }
         case Verdict::flaky: {
+            const auto attempts = input.runs.attempts(number);
             const auto* failed = first_with(attempts, "fail");
             if (failed == nullptr) return std::nullopt;
             request = order_through(*failed, test, input);
@@ -350,12 +348,13 @@ std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& te
             return request;
         }
         case Verdict::interrupted: {
+            const auto attempts = input.runs.attempts(number);
             const auto* died = first_with(attempts, "interrupted");
             return died ? std::optional(order_through(*died, test, input)) : std::nullopt;
         }
         case Verdict::portability_gap:
             request.tests = {test};
-            request.environment = differing_environment(attempts, input);
+            request.environment = differing_environment(input.runs.attempts(number), input);
             return request;
         case Verdict::polluter:
         case Verdict::failing:
@@ -367,22 +366,54 @@ std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& te
     }
 }
 
-LedgerRow test_row(const ReceiptTest& test, const std::vector<Attempt>& attempts, const GateInput& input) {
-    const auto c = classify(attempts);
+// What a test's attempts say, apart from the test's own name: a verdict and its reason.
+struct Judgement {
+    Classification c;
+    std::string notes;  // machine_notes
+};
+
+Judgement judge(const std::vector<Attempt>& attempts, const GateInput& input) {
+    auto c = classify(attempts);
+    auto notes = machine_notes(c.verdict, attempts, input);
+    return {std::move(c), std::move(notes)};
+}
+
+LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number, const Judgement& judged,
+                   const Outcomes& outcomes, const GateInput& input) {
+    const auto& c = judged.c;
     LedgerRow row;
     row.test = test.id;
     row.verdict = std::string(to_string(c.verdict));
-    row.reason = c.reason + machine_notes(c.verdict, attempts, input);
+    row.reason = c.reason + judged.notes;
     if (c.verdict == Verdict::order_dependent)
         if (auto culprit = input.culprits.find(test.id); culprit != input.culprits.end()) add_partner(row, culprit->second);
     if (!input.evgate.empty())
-        if (auto request = reproduction(c.verdict, test.id, attempts, input))
+        if (auto request = reproduction(c.verdict, test.id, number, input))
             row.reproduce = replay_command(input.evgate, input.suite_file, *request);
     row.dirty = c.dirty;
     for (auto v : c.also) row.also.emplace_back(to_string(v));
-    for (const auto& a : attempts) row.outcomes.emplace_back(a.run, a.outcome);
+    row.outcomes = outcomes;
     apply_policy(row, c.verdict, test, input);
     return row;
+}
+
+// The rows of the receipt's tests [begin, end), into `out`. Most tests share their attempts with
+// many others (passed in every run): those are judged once per kind.
+void test_rows(const GateInput& input, std::size_t begin, std::size_t end, LedgerRow* out) {
+    std::unordered_map<std::string, std::pair<Judgement, Outcomes>> judged;  // by attempt key: their outcomes are shared
+    std::string key;
+    for (auto i = begin; i < end; ++i, ++out) {
+        const auto& test = input.receipt.tests[i];
+        const auto number = input.runs.find(test.id);
+        if (!input.runs.attempt_key(number, key)) {
+            *out = test_row(test, number, judge(input.runs.attempts(number), input), input.runs.outcomes(number), input);
+            continue;
+        }
+        auto it = judged.find(key);
+        if (it == judged.end())
+            it = judged.emplace(key, std::pair(judge(input.runs.attempts(number), input), Outcomes(input.runs.outcomes(number)))).first;
+        *out = test_row(test, number, it->second.first, it->second.second, input);
+    }
 }
 
 void write_strings(rapidjson::Writer<rapidjson::StringBuffer>& w, const char* key, const std::vector<std::string>& items) {
@@ -422,16 +453,32 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }
-    auto attempts = gather_attempts(input.runs);
-    for (const auto& test : input.receipt.tests) rows.push_back(test_row(test, attempts[test.id], input));
+    // A test's row depends on the test alone: large suites are cut into parts built side by side.
+    const auto& tests = input.receipt.tests;
+    const std::size_t parts = tests.size() < 4096 ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    const auto first = rows.size();
+    rows.resize(first + tests.size());
+    std::vector<std::future<void>> others;
+    for (std::size_t part = 1; part <= parts; ++part) {
+        const auto begin = tests.size() * (part - 1) / parts, end = tests.size() * part / parts;
+        auto build = [&input, &rows, first, begin, end] { test_rows(input, begin, end, &rows[first + begin]); };
+        if (part < parts) others.push_back(std::async(std::launch::async, build));
+        else build();
+    }
+    for (auto& other : others) other.get();
     return rows;
 }
 
-std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
-    std::string out;
-    JsonWriter json;
+namespace {
+
+// Every row a line. `flush` takes the text a megabyte at a time, and the rest at the end, so
+// the ledger is never held whole.
+void ledger_text(const std::vector<LedgerRow>& rows, const std::function<void(std::string_view)>& flush) {
+    constexpr std::size_t kChunk = std::size_t{1} << 20;
+    rapidjson::StringBuffer out;
+    rapidjson::Writer<rapidjson::StringBuffer> w;
     for (const auto& row : rows) {
-        auto& w = json.begin();
+        w.Reset(out);
         w.StartObject();
         w.Key("test"), w.String(row.test);
         if (row.suite_scope) w.Key("scope"), w.String("suite");
@@ -455,72 +502,144 @@ std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
         write_strings(w, "cleaners", row.cleaners);
         if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
         w.EndObject();
-        out += json.text();
-        out += '\n';
+        out.Put('\n');
+        if (out.GetSize() < kChunk) continue;
+        flush({out.GetString(), out.GetSize()});
+        out.Clear();
     }
-    return out;
+    flush({out.GetString(), out.GetSize()});
 }
 
-std::vector<LedgerRow> read_ledger(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error("cannot read the ledger " + file.string() + "; the ledger step writes it");
+}  // namespace
+
+std::string ledger_jsonl(const std::vector<LedgerRow>& rows) {
+    std::string text;
+    ledger_text(rows, [&text](std::string_view part) { text += part; });
+    return text;
+}
+
+void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows) {
+    AtomicFile out(file);
+    ledger_text(rows, [&out](std::string_view part) { out.write(part); });
+    out.commit();
+}
+
+namespace {
+
+bool printed(const LedgerRow& row) { return row.gate == "block" || row.gate == "defer" || row.warning; }
+
+}  // namespace
+
+void GateSummary::add(const LedgerRow& row) {
+    if (printed(row)) shown.push_back(row);
+    if (row.suite_scope) {
+        suite_blocks += row.gate == "block";
+        runners += row.test.rfind("runner:", 0) == 0 && row.gate == "pass";
+        return;
+    }
+    ++tests;
+    blocked += row.gate == "block";
+    deferred += row.gate == "defer";
+}
+
+GateSummary summarize(const std::vector<LedgerRow>& rows) {
+    GateSummary summary;
+    for (const auto& row : rows) summary.add(row);
+    return summary;
+}
+
+namespace {
+
+namespace key {  // the members of a ledger row the gate reads, in ledger_fields() order
+enum : std::size_t { test, scope, warning, verdict, gate, reason, until, owner, outcomes };
+}
+
+FieldCapture ledger_fields() {
+    return FieldCapture{"test", "scope", "warning", "verdict", "gate", "reason", "until", "owner", "outcomes"};
+}
+
+// Run ids the rows name: rows mostly list the same runs as the row before, so only a change is looked up.
+class RunIds {
+public:
+    void add(const JsonField& outcomes) {
+        if (outcomes.kind != JsonField::Kind::object) return;
+        const auto& items = outcomes.items;  // run, outcome, run, outcome...
+        bool same = items.size() == 2 * last_.size();
+        for (std::size_t i = 0; same && i < last_.size(); ++i) same = items[2 * i] == last_[i];
+        if (same) return;
+        last_.clear();
+        for (std::size_t i = 0; i < items.size(); i += 2) {
+            last_.emplace_back(items[i]);
+            ids_.insert(last_.back());
+        }
+    }
+    std::size_t size() const { return ids_.size(); }
+
+private:
+    std::vector<std::string> last_;
+    std::set<std::string> ids_;
+};
+
+}  // namespace
+
+GateSummary read_gate_summary(const std::filesystem::path& file) {
     const std::string source = file.string();
-    JsonlReader reader(in, source);
-    std::vector<LedgerRow> rows;
-    rapidjson::Document doc;
-    while (reader.next(doc)) {
-        const std::string where = source + ":" + std::to_string(reader.line());
+    std::string text;
+    try {
+        text = read_file(file);
+    } catch (const Error&) {
+        throw Error("cannot read the ledger " + source + "; the ledger step writes it");
+    }
+    JsonlSaxReader reader(text, source);
+    auto f = ledger_fields();
+    GateSummary summary;
+    RunIds runs;
+    while (reader.next(f)) {
+        const Where where{source, reader.line()};
         LedgerRow row;
-        row.test = string_member(doc, "test", where);
-        row.suite_scope = optional_string(doc, "scope", where) == std::optional<std::string>("suite");
-        const auto* warning = member(doc, "warning");
-        row.warning = warning != nullptr && warning->IsBool() && warning->GetBool();
-        row.verdict = string_member(doc, "verdict", where);
-        row.gate = string_member(doc, "gate", where);
-        row.reason = string_member(doc, "reason", where);
-        row.until = optional_string(doc, "until", where);
-        row.owner = optional_string(doc, "owner", where);
-        if (const auto* outcomes = member(doc, "outcomes"); outcomes && outcomes->IsObject())
-            for (const auto& m : outcomes->GetObject())
-                row.outcomes.emplace_back(m.name.GetString(), m.value.IsString() ? m.value.GetString() : "");
-        rows.push_back(std::move(row));
+        row.test = required_text(f[key::test], "test", where);
+        row.suite_scope = optional_text(f[key::scope], "scope", where) == std::optional<std::string_view>("suite");
+        row.warning = f[key::warning].kind == JsonField::Kind::boolean && f[key::warning].boolean;
+        row.verdict = required_text(f[key::verdict], "verdict", where);
+        row.gate = required_text(f[key::gate], "gate", where);
+        const auto reason = required_text(f[key::reason], "reason", where);
+        optional_text(f[key::until], "until", where);
+        optional_text(f[key::owner], "owner", where);
+        if (printed(row)) row.reason = reason;  // no other row's is needed
+        summary.add(row);
+        runs.add(f[key::outcomes]);
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn last line");
-    return rows;
+    summary.runs = runs.size();
+    return summary;
 }
 
-void print_rows(std::ostream& out, const std::vector<LedgerRow>& rows) {
+void print_rows(std::ostream& out, const GateSummary& summary) {
     for (const char* gate : {"block", "defer"}) {
-        for (const auto& row : rows) {
+        for (const auto& row : summary.shown) {
             if (row.gate != gate) continue;
             out << (row.gate == "block" ? "BLOCK " : "DEFER ") << row.test << ": " << row.verdict << ", " << row.reason << '\n';
         }
     }
-    for (const auto& row : rows)
+    for (const auto& row : summary.shown)
         if (row.warning) out << "WARN " << row.test << ": " << row.reason << '\n';
 }
 
-int print_summary(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
-    int blocked = 0, deferred = 0, tests = 0, suite_blocks = 0;
-    for (const auto& row : rows) {
-        if (row.suite_scope) {
-            suite_blocks += row.gate == "block";
-            continue;
-        }
-        ++tests;
-        blocked += row.gate == "block";
-        deferred += row.gate == "defer";
-    }
-    out << "evidence-gate " << suite << ": " << tests << " tests over " << runs << " runs: " << blocked << " block, "
-        << deferred << " defer, " << (tests - blocked - deferred) << " pass";
-    if (suite_blocks) out << "; " << suite_blocks << " suite check(s) block";
-    out << " -> " << (blocked + suite_blocks ? "BLOCKED" : "PASSED") << '\n';
-    return blocked + suite_blocks;
+int print_summary(std::ostream& out, const std::string& suite, const GateSummary& s, std::size_t runs) {
+    out << "evidence-gate " << suite << ": " << s.tests << " tests over " << runs << " runs: " << s.blocked << " block, "
+        << s.deferred << " defer, " << (s.tests - s.blocked - s.deferred) << " pass";
+    if (s.suite_blocks) out << "; " << s.suite_blocks << " suite check(s) block";
+    out << " -> " << (s.blocked + s.suite_blocks ? "BLOCKED" : "PASSED") << '\n';
+    return s.blocked + s.suite_blocks;
+}
+
+int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs) {
+    print_rows(out, summary);
+    return print_summary(out, suite, summary, runs);
 }
 
 int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
-    print_rows(out, rows);
-    return print_summary(out, suite, rows, runs);
+    return print_gate(out, suite, summarize(rows), runs);
 }
 
 }  // namespace evgate

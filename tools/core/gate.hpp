@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <optional>
 #include <string>
@@ -17,8 +19,7 @@
 #include "manifest_diff.hpp"
 #include "quarantine.hpp"
 #include "receipt.hpp"
-#include "run_records.hpp"
-#include "seed_runner.hpp"
+#include "run_matrix.hpp"
 #include "triage.hpp"
 
 namespace evgate {
@@ -26,7 +27,7 @@ namespace evgate {
 struct GateInput {
     Receipt receipt;
     std::string root;  // ROOT, to check what each run saw
-    std::vector<LoadedRun> runs;
+    RunMatrix runs;
     std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
     std::vector<QuarantineEntry> quarantine;
     std::optional<Baseline> baseline;
@@ -44,6 +45,33 @@ struct GateInput {
     Date today;
 };
 
+// A row's run -> outcome pairs, every attempt. Rows with the same attempts share one list (in a
+// large suite most rows: passed in every run), so rows grow with the tests, not tests x runs.
+// A list is copied before it is changed while another row shares it.
+class Outcomes {
+public:
+    using List = std::vector<std::pair<std::string, std::string>>;
+
+    Outcomes() = default;
+    Outcomes(List list) : list_(std::make_shared<List>(std::move(list))) {}
+    Outcomes(std::initializer_list<List::value_type> list) : Outcomes(List(list)) {}
+
+    List::const_iterator begin() const { return list().begin(); }
+    List::const_iterator end() const { return list().end(); }
+    std::size_t size() const { return list().size(); }
+    bool empty() const { return list().empty(); }
+    const List::value_type& operator[](std::size_t i) const { return list()[i]; }
+    template <typename... Args>
+    void emplace_back(Args&&... args) {
+        if (!list_ || list_.use_count() > 1) list_ = std::make_shared<List>(list());
+        list_->emplace_back(std::forward<Args>(args)...);
+    }
+
+private:
+    const List& list() const;
+    std::shared_ptr<List> list_;
+};
+
 struct LedgerRow {
     std::string test;
     bool suite_scope = false;
@@ -51,7 +79,7 @@ struct LedgerRow {
     std::string verdict;
     std::string gate;  // pass defer block
     std::string reason;
-    std::vector<std::pair<std::string, std::string>> outcomes;  // run -> outcome, every attempt
+    Outcomes outcomes;
     std::vector<std::string> also;
     std::vector<std::string> dirty;
     std::optional<std::string> until;
@@ -63,21 +91,34 @@ struct LedgerRow {
     std::optional<std::string> reproduce;     // one shell command, runnable from any directory
 };
 
-// Every attempt of every test, one pass over the runs, in run order.
-std::unordered_map<std::string, std::vector<Attempt>> gather_attempts(const std::vector<LoadedRun>& runs);
-
 std::vector<LedgerRow> build_ledger(const GateInput& input);
 // The rows about the receipt alone: what the receipt step reports when it cannot go on.
 std::vector<LedgerRow> receipt_rows(const GateInput& input);
 std::string ledger_jsonl(const std::vector<LedgerRow>& rows);
-// Reads a ledger back (what the gate prints: test, scope, warning, verdict, gate, reason, until,
-// owner, outcomes).
-std::vector<LedgerRow> read_ledger(const std::filesystem::path& file);
+// The same into `file`, atomically, a piece at a time.
+void write_ledger(const std::filesystem::path& file, const std::vector<LedgerRow>& rows);
+// What the gate prints of a ledger: the rows that block, defer or warn (test, scope, warning,
+// verdict, gate, reason), and the counts.
+struct GateSummary {
+    std::vector<LedgerRow> shown;  // in ledger order
+    int tests = 0, blocked = 0, deferred = 0;  // of the test rows
+    int suite_blocks = 0;
+    std::size_t runners = 0;  // runner columns that made it into the ledger (passing runner: rows)
+    std::size_t runs = 0;     // run ids the rows' outcomes name (read_gate_summary only)
+
+    void add(const LedgerRow& row);
+};
+
+GateSummary summarize(const std::vector<LedgerRow>& rows);
+// The summary of ledger.jsonl in one pass that keeps nothing else; the rows are checked as
+// the ledger promises them (test, verdict, gate and reason strings; until and owner strings).
+GateSummary read_gate_summary(const std::filesystem::path& file);
 
 // BLOCK/DEFER/WARN lines, then a one-line summary; the print functions return the number
 // of blocking rows.
-void print_rows(std::ostream& out, const std::vector<LedgerRow>& rows);
-int print_summary(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
+void print_rows(std::ostream& out, const GateSummary& summary);
+int print_summary(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs);
+int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs);
 int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
 
 }  // namespace evgate

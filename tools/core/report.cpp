@@ -30,6 +30,7 @@ struct Tally {
 
 Tally tally(const std::vector<LedgerRow>& rows) {
     Tally t;
+    auto counted = t.verdicts.end();  // the row before's: most rows have its verdict
     for (const auto& row : rows) {
         if (row.suite_scope) {
             ++t.checks;
@@ -37,7 +38,8 @@ Tally tally(const std::vector<LedgerRow>& rows) {
             continue;
         }
         ++t.tests;
-        ++t.verdicts[row.verdict];
+        if (counted == t.verdicts.end() || counted->first != row.verdict) counted = t.verdicts.try_emplace(row.verdict).first;
+        ++counted->second;
         t.block += row.gate == "block";
         t.defer += row.gate == "defer";
         t.pass += row.gate == "pass";
@@ -80,29 +82,41 @@ bool any_has(const RowRefs& rows, std::optional<std::string> LedgerRow::*field) 
     return std::any_of(rows.begin(), rows.end(), [field](const LedgerRow* row) { return (row->*field).has_value(); });
 }
 
+bool same_runs(const Outcomes& a, const Outcomes& b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+
 // Run ids in the order given, then any the rows name that the caller did not list, so no
-// attempt is left off the map.
+// attempt is left off the map. Rows mostly name the runs the row before named: those are skipped.
 std::vector<std::string> heat_columns(const ReportInput& input) {
     auto columns = input.columns;
     std::unordered_set<std::string> known(columns.begin(), columns.end());
-    for (const auto& row : *input.rows)
+    const Outcomes* last = nullptr;
+    for (const auto& row : *input.rows) {
+        if (last != nullptr && same_runs(*last, row.outcomes)) continue;
         for (const auto& attempt : row.outcomes)
             if (known.insert(attempt.first).second) columns.push_back(attempt.first);
+        last = &row.outcomes;
+    }
     return columns;
 }
 
 // ------------------------------------------------------------------ HTML
 
 void escape_html(std::string& out, std::string_view text) {
-    for (const char c : text) {
-        switch (c) {
+    for (std::size_t start = 0; start < text.size();) {
+        const auto special = std::min(text.find_first_of("&<>\"'", start), text.size());
+        out.append(text, start, special - start);  // the plain run up to it, at once
+        if (special == text.size()) break;
+        switch (text[special]) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
             case '>': out += "&gt;"; break;
             case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            default: out += "&#39;";
         }
+        start = special + 1;
     }
 }
 
@@ -346,7 +360,24 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
     out += "</tbody></table></section>";
 }
 
-using ColumnIndex = std::unordered_map<std::string, std::size_t>;
+// The column of each run a row names. Rows mostly name the runs in the same order, so the
+// column the same place had in the row before is tried first.
+class ColumnFinder {
+public:
+    explicit ColumnFinder(const std::vector<std::string>& columns) : columns_(columns) {
+        for (std::size_t i = 0; i < columns.size(); ++i) index_.emplace(columns[i], i);
+    }
+    std::size_t operator()(std::size_t place, const std::string& run) {
+        if (place < last_.size() && columns_[last_[place]] == run) return last_[place];
+        if (place >= last_.size()) last_.resize(place + 1);
+        return last_[place] = index_.at(run);
+    }
+
+private:
+    const std::vector<std::string>& columns_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::size_t> last_;
+};
 
 void heat_head(std::string& out, const std::vector<std::string>& columns) {
     out += "<table class=heat><thead><tr><th class=k><span class=cols>";
@@ -355,9 +386,12 @@ void heat_head(std::string& out, const std::vector<std::string>& columns) {
 }
 
 // One row per test: equal neighbouring cells share one element, so a stable row is one or two.
-void heat_row(std::string& out, const LedgerRow& row, const ColumnIndex& index, std::size_t width, bool& other_seen) {
-    std::vector<const OutcomeStyle*> cells(width, &kStyles[kNotRun]);
-    for (const auto& [run, outcome] : row.outcomes) cells[index.at(run)] = &style_of(outcome);
+void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::vector<const OutcomeStyle*>& cells,
+              bool& other_seen) {
+    const auto width = cells.size();
+    std::fill(cells.begin(), cells.end(), &kStyles[kNotRun]);
+    for (std::size_t i = 0; i < row.outcomes.size(); ++i)
+        cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
     out += "<tr><td class=k>";
     for (std::size_t i = 0; i < width;) {
         std::size_t end = i;
@@ -386,8 +420,7 @@ void legend(std::string& out, bool other_seen) {
 // Tests that need a look (blocking, then deferred) in the open; passing ones folded away, so
 // 10,000 tests stay a page the browser lays out quickly.
 void html_heat_map(std::string& out, const std::vector<LedgerRow>& rows, const std::vector<std::string>& columns) {
-    ColumnIndex index;
-    for (std::size_t i = 0; i < columns.size(); ++i) index.emplace(columns[i], i);
+    ColumnFinder index(columns);
     RowRefs attention = rows_with_gate(rows, "block"), passing;
     const auto deferred = rows_with_gate(rows, "defer");
     attention.insert(attention.end(), deferred.begin(), deferred.end());
@@ -396,25 +429,28 @@ void html_heat_map(std::string& out, const std::vector<LedgerRow>& rows, const s
     for (const auto& row : rows)
         if (!row.suite_scope && row.gate != "block" && row.gate != "defer") passing.push_back(&row);
 
-    bool other_seen = false;
-    std::string body;
-    if (attention.empty()) {
-        body += "<p class=empty>No test blocks or defers.</p>";
-    } else {
-        heat_head(body, columns);
-        for (const auto* row : attention) heat_row(body, *row, index, columns.size(), other_seen);
-        body += "</tbody></table>";
-    }
-    if (!passing.empty()) {
-        body += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
-        heat_head(body, columns);
-        for (const auto* row : passing) heat_row(body, *row, index, columns.size(), other_seen);
-        body += "</tbody></table></details>";
-    }
     out += "<section id=heatmap><h2>Heat map: " + std::to_string(attention.size() + passing.size()) + " tests &times; " +
            std::to_string(columns.size()) + " runs</h2>";
-    legend(out, other_seen);
-    out += body + "</section>";
+    const auto legend_at = out.size();  // the legend names only the outcomes the map shows: written after it
+    bool other_seen = false;
+    std::vector<const OutcomeStyle*> cells(columns.size());  // one row's, reused
+    if (attention.empty()) {
+        out += "<p class=empty>No test blocks or defers.</p>";
+    } else {
+        heat_head(out, columns);
+        for (const auto* row : attention) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table>";
+    }
+    if (!passing.empty()) {
+        out += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
+        heat_head(out, columns);
+        for (const auto* row : passing) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table></details>";
+    }
+    out += "</section>";
+    std::string key;
+    legend(key, other_seen);
+    out.insert(legend_at, key);
 }
 
 std::string_view rank_name(int rank) {

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,62 +13,128 @@
 namespace evgate {
 namespace {
 
-void read_session(const rapidjson::Value& record, const std::string& source, RunRecords& run) {
-    SessionInfo session;
-    session.rootdir = optional_string(record, "rootdir", source).value_or("");
-    session.configfile = optional_string(record, "configfile", source);
-    session.conftests = string_array(record, "conftests", source);
-    session.unlisted = string_array(record, "unlisted", source);
-    session.absent = string_array(record, "absent", source);
-    if (const auto* collected = member(record, "collected"); collected && collected->IsInt64())
-        session.collected = static_cast<long>(collected->GetInt64());
-    run.sessions.push_back(std::move(session));
+namespace key {  // the members a record may have, in record_fields() order
+enum : std::size_t { event, test, outcome, message, dirty, reason, rootdir, configfile, conftests, unlisted, absent,
+                     collected, exitstatus, complete, note, receipt };
 }
 
-void read_result(const rapidjson::Value& record, const std::string& source, RunRecords& run) {
-    TestResult result;
-    result.outcome = string_member(record, "outcome", source);
-    result.dirty = string_array(record, "dirty", source);
-    result.message = optional_string(record, "message", source).value_or("");
-    run.results[string_member(record, "test", source)] = std::move(result);
+FieldCapture record_fields() {
+    return FieldCapture{"event", "test", "outcome", "message", "dirty", "reason", "rootdir", "configfile",
+                        "conftests", "unlisted", "absent", "collected", "exitstatus", "complete", "note", "receipt"};
+}
+
+RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
+    static const std::pair<std::string_view, RunRecord::Event> kEvents[] = {
+        {"session", RunRecord::Event::session}, {"start", RunRecord::Event::start},
+        {"result", RunRecord::Event::result},   {"end", RunRecord::Event::end},
+        {"interrupted", RunRecord::Event::interrupted}, {"torn", RunRecord::Event::torn},
+        {"finished", RunRecord::Event::finished}};
+    const auto name = optional_text(f[key::event], "event", where).value_or("");
+    for (const auto& [word, e] : kEvents)
+        if (word == name) return e;
+    throw InputError(where.source, where.line, "unknown record event " + quote(std::string(name)));
+}
+
+// The record the fields make, checked as its event needs.
+RunRecord record_of(const FieldCapture& f, const std::string& source, int line) {
+    const Where where{source, line};
+    RunRecord r;
+    r.line = line;
+    r.event = event_of(f, where);
+    switch (r.event) {
+        case RunRecord::Event::session:
+            r.rootdir = optional_text(f[key::rootdir], "rootdir", where).value_or("");
+            r.configfile = optional_text(f[key::configfile], "configfile", where);
+            r.conftests = &text_list(f[key::conftests], "conftests", where);
+            r.unlisted = &text_list(f[key::unlisted], "unlisted", where);
+            r.absent = &text_list(f[key::absent], "absent", where);
+            if (f[key::collected].kind == JsonField::Kind::integer) r.collected = static_cast<long>(f[key::collected].integer);
+            break;
+        case RunRecord::Event::start:
+            r.test = required_text(f[key::test], "test", where);
+            break;
+        case RunRecord::Event::result:
+            r.outcome = required_text(f[key::outcome], "outcome", where);
+            r.dirty = &text_list(f[key::dirty], "dirty", where);
+            r.message = optional_text(f[key::message], "message", where).value_or("");
+            r.test = required_text(f[key::test], "test", where);
+            break;
+        case RunRecord::Event::end:
+            if (f[key::exitstatus].is_int()) r.exitstatus = static_cast<int>(f[key::exitstatus].integer);
+            break;
+        case RunRecord::Event::interrupted:
+            r.test = required_text(f[key::test], "test", where);
+            r.reason = optional_text(f[key::reason], "reason", where).value_or("");
+            break;
+        case RunRecord::Event::torn:
+            break;
+        case RunRecord::Event::finished:
+            r.complete = f[key::complete].kind == JsonField::Kind::boolean && f[key::complete].boolean;
+            r.note = optional_text(f[key::note], "note", where).value_or("");
+            r.receipt = optional_text(f[key::receipt], "receipt", where).value_or("");
+            break;
+    }
+    return r;
+}
+
+std::vector<std::string> strings(const std::vector<std::string_view>* views) {
+    return views ? std::vector<std::string>(views->begin(), views->end()) : std::vector<std::string>{};
 }
 
 }  // namespace
 
+void add_record(RunRecords& run, const RunRecord& r) {
+    switch (r.event) {
+        case RunRecord::Event::session: {
+            SessionInfo session;
+            session.rootdir = r.rootdir;
+            if (r.configfile) session.configfile = std::string(*r.configfile);
+            session.conftests = strings(r.conftests);
+            session.unlisted = strings(r.unlisted);
+            session.absent = strings(r.absent);
+            session.collected = r.collected;
+            run.sessions.push_back(std::move(session));
+            break;
+        }
+        case RunRecord::Event::start:
+            run.started.emplace_back(r.test);
+            break;
+        case RunRecord::Event::result:
+            run.results[std::string(r.test)] = TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message)};
+            break;
+        case RunRecord::Event::end:
+            ++run.processes_ended;
+            if (r.exitstatus) run.exit_statuses.push_back(*r.exitstatus);
+            break;
+        case RunRecord::Event::interrupted:
+            run.interrupted[std::string(r.test)] = r.reason;
+            break;
+        case RunRecord::Event::torn:
+            ++run.torn;
+            break;
+        case RunRecord::Event::finished:
+            run.finished = r.complete;
+            run.finish_note = r.note;
+            run.receipt = r.receipt;
+            break;
+    }
+}
+
+void read_records(const std::filesystem::path& file, std::string& storage, const std::function<void(const RunRecord&)>& each) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return;  // no records yet
+    const std::string source = file.string();
+    read_file(file, storage);
+    JsonlSaxReader reader(storage, source);
+    auto fields = record_fields();
+    while (reader.next(fields)) each(record_of(fields, source, reader.line()));
+    if (reader.torn()) throw InputError(source, reader.line(), "torn record (no newline at the end)");
+}
+
 RunRecords read_run_records(const std::filesystem::path& file) {
     RunRecords run;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return run;
-    const std::string source = file.string();
-    JsonlReader reader(in, source);
-    rapidjson::Document record;
-    while (reader.next(record)) {
-        const std::string event = optional_string(record, "event", source).value_or("");
-        const std::string where = source + ":" + std::to_string(reader.line());
-        if (event == "session") {
-            read_session(record, where, run);
-        } else if (event == "start") {
-            run.started.push_back(string_member(record, "test", where));
-        } else if (event == "result") {
-            read_result(record, where, run);
-        } else if (event == "end") {
-            ++run.processes_ended;
-            if (const auto* status = member(record, "exitstatus"); status && status->IsInt())
-                run.exit_statuses.push_back(status->GetInt());
-        } else if (event == "interrupted") {
-            run.interrupted[string_member(record, "test", where)] = optional_string(record, "reason", where).value_or("");
-        } else if (event == "torn") {
-            ++run.torn;
-        } else if (event == "finished") {
-            const auto* complete = member(record, "complete");
-            run.finished = complete != nullptr && complete->IsBool() && complete->GetBool();
-            run.finish_note = optional_string(record, "note", where).value_or("");
-            run.receipt = optional_string(record, "receipt", where).value_or("");
-        } else {
-            throw InputError(source, reader.line(), "unknown record event " + quote(event));
-        }
-    }
-    if (reader.torn()) throw InputError(source, reader.line(), "torn record (no newline at the end)");
+    std::string storage;
+    read_records(file, storage, [&run](const RunRecord& r) { add_record(run, r); });
     return run;
 }
 

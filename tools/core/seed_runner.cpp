@@ -105,16 +105,13 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
     write_file_atomic(file, std::string(json.text()) + "\n");
 }
 
-RunPlan read_plan(const fs::path& file) {
-    const auto doc = read_json_file(file);
-    const std::string source = file.string();
+RunPlan plan_header(const rapidjson::Value& doc, const std::string& source) {
     RunPlan plan;
     plan.id = string_member(doc, "id", source);
     plan.order = string_member(doc, "order", source);
     const auto* seed = member(doc, "seed");
     if (seed == nullptr || !seed->IsUint64()) throw InputError(source, 0, "'seed' is not an unsigned integer");
     plan.seed = seed->GetUint64();
-    plan.tests = string_array(doc, "tests", source);
     plan.environment = string_array(doc, "environment", source);
     if (const auto* cpus = member(doc, "cpus"); cpus && cpus->IsArray())
         for (const auto& cpu : cpus->GetArray())
@@ -125,34 +122,72 @@ RunPlan read_plan(const fs::path& file) {
     return plan;
 }
 
+RunPlan read_plan(const fs::path& file) {
+    const auto doc = read_json_file(file);
+    auto plan = plan_header(doc, file.string());
+    plan.tests = string_array(doc, "tests", file.string());
+    return plan;
+}
+
+namespace {
+
+const std::string kPlanSuffix = ".plan.json";
+
+std::string run_id_of(const fs::path& plan_file) {
+    const auto name = plan_file.filename().string();
+    return name.substr(0, name.size() - kPlanSuffix.size());
+}
+
+}  // namespace
+
+fs::path records_beside(const fs::path& plan_file) { return plan_file.parent_path() / (run_id_of(plan_file) + ".jsonl"); }
+
+std::vector<fs::path> run_plan_files(const fs::path& runs_dir) {
+    std::vector<fs::path> plans;
+    if (!fs::exists(runs_dir)) return plans;
+    for (const auto& entry : fs::directory_iterator(runs_dir)) {
+        const auto name = entry.path().filename().string();
+        if (name.size() > kPlanSuffix.size() && name.compare(name.size() - kPlanSuffix.size(), kPlanSuffix.size(), kPlanSuffix) == 0)
+            plans.push_back(entry.path());
+    }
+    std::sort(plans.begin(), plans.end(), [](const fs::path& a, const fs::path& b) {
+        const auto x = run_id_of(a), y = run_id_of(b);
+        const bool x_seed = x.rfind("seed.", 0) == 0, y_seed = y.rfind("seed.", 0) == 0;
+        return x_seed != y_seed ? x_seed : natural_less(x, y);
+    });
+    return plans;
+}
+
+LoadedRun load_run(const fs::path& plan_file, const RunReader& read) {
+    LoadedRun run;
+    try {
+        read(plan_file, run);
+        if (run.plan.id != run_id_of(plan_file)) throw Error("its plan names the run " + quote(run.plan.id));
+    } catch (const Error& e) {
+        run.plan.id = run_id_of(plan_file);
+        run.problem = std::string("its records cannot be read: ") + e.what();
+    }
+    return run;
+}
+
+void check_receipt(LoadedRun& run, const std::string& receipt_id) {
+    if (run.problem.empty() && run.records.finished && run.records.receipt != receipt_id)
+        run.problem = "the run belongs to an earlier receipt (" + run.records.receipt + ")";
+}
+
 std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id) {
     return load_runs(suite.runs_dir(), receipt_id);
 }
 
 std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& receipt_id) {
     std::vector<LoadedRun> runs;
-    if (!fs::exists(runs_dir)) return runs;
-    for (const auto& entry : fs::directory_iterator(runs_dir)) {
-        const auto name = entry.path().filename().string();
-        const std::string suffix = ".plan.json";
-        if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-        LoadedRun run;
-        try {
-            run.plan = read_plan(entry.path());
-            run.records = read_run_records(runs_dir / (run.plan.id + ".jsonl"));
-            if (run.records.finished && run.records.receipt != receipt_id)
-                run.problem = "the run belongs to an earlier receipt (" + run.records.receipt + ")";
-        } catch (const Error& e) {
-            run.plan.id = name.substr(0, name.size() - suffix.size());
-            run.problem = std::string("its records cannot be read: ") + e.what();
-        }
-        runs.push_back(std::move(run));
+    for (const auto& plan_file : run_plan_files(runs_dir)) {
+        runs.push_back(load_run(plan_file, [](const fs::path& file, LoadedRun& run) {
+            run.plan = read_plan(file);
+            run.records = read_run_records(records_beside(file));
+        }));
+        check_receipt(runs.back(), receipt_id);
     }
-    // Seeds and their reruns first, then the runs that check a test alone.
-    std::sort(runs.begin(), runs.end(), [](const LoadedRun& a, const LoadedRun& b) {
-        const bool a_seed = a.plan.id.rfind("seed.", 0) == 0, b_seed = b.plan.id.rfind("seed.", 0) == 0;
-        return a_seed != b_seed ? a_seed : natural_less(a.plan.id, b.plan.id);
-    });
     return runs;
 }
 

@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <rapidjson/document.h>
 
 #include "fixture_store.hpp"
 #include "receipt.hpp"
@@ -44,6 +47,8 @@ std::filesystem::path records_file(const SuiteConfig& suite, const RunPlan& plan
 
 void write_plan(const std::filesystem::path& file, const RunPlan& plan);
 RunPlan read_plan(const std::filesystem::path& file);
+// A plan document's every field but its tests, for readers that keep the tests their own way.
+RunPlan plan_header(const rapidjson::Value& doc, const std::string& source);
 
 struct LoadedRun {
     RunPlan plan;
@@ -54,6 +59,18 @@ struct LoadedRun {
 // Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
 std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
 std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::string& receipt_id);
+
+// The plan files in `runs_dir` in that order: seeds and their reruns first, then the runs that
+// check a test alone. A run's id is its plan file's name (<id>.plan.json).
+std::vector<std::filesystem::path> run_plan_files(const std::filesystem::path& runs_dir);
+
+// One run: `read` fills it from its plan file and its records (<id>.jsonl beside it). A run that
+// cannot be read comes back with its problem.
+using RunReader = std::function<void(const std::filesystem::path& plan_file, LoadedRun& run)>;
+LoadedRun load_run(const std::filesystem::path& plan_file, const RunReader& read);
+// A run that finished under another receipt than `receipt_id` gets that as its problem.
+void check_receipt(LoadedRun& run, const std::string& receipt_id);
+std::filesystem::path records_beside(const std::filesystem::path& plan_file);
 
 RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan);
 

@@ -53,6 +53,7 @@ int cmd_replay(const Args& args);
 
 int cmd_ledger(const Args& args);
 int cmd_gate(const Args& args);
+int cmd_verdict(const Args& args);
 int cmd_discover(const Args& args);
 
 }  // namespace evgate

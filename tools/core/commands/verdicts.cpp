@@ -1,21 +1,24 @@
-// Commands that judge: ledger, gate, discover.
+// Commands that judge: ledger, gate, verdict, discover.
 #include "commands.hpp"
 
 #include <algorithm>
+#include <future>
 #include <iostream>
-#include <set>
 
 #include "ctest_entries.hpp"
 #include "culprits.hpp"
 #include "date.hpp"
+#include "discover_cache.hpp"
 #include "error.hpp"
 #include "json_io.hpp"
 #include "manifest_diff.hpp"
+#include "process.hpp"
 #include "replay.hpp"
 #include "report.hpp"
 #include "runner_bundles.hpp"
 #include "seed_runner.hpp"
 #include "shards.hpp"
+#include "verdict_store.hpp"
 
 namespace fs = std::filesystem;
 
@@ -51,7 +54,7 @@ namespace {
 // Runner bundles as columns, and the manifest drift of every column that is another environment.
 void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
     auto bundles = load_runner_bundles(bundle_paths(suite.runner_bundles), input.receipt, suite.manifest_file());
-    for (auto& run : bundles.runs) input.runs.push_back(std::move(run));
+    for (auto& run : bundles.runs) input.runs.add(std::move(run));
     input.runners.insert(input.runners.end(), bundles.names.begin(), bundles.names.end());
     input.drift.insert(bundles.drift.begin(), bundles.drift.end());
     input.left_out = std::move(bundles.left_out);
@@ -60,10 +63,30 @@ void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
         input.drift["perturbed"] = diff_manifests(read_manifest(suite.manifest_file()), read_manifest(suite.perturbed_manifest_file()));
 }
 
-// The ledger from the receipt and every run, with the reports and per-test verdict files.
+// The per-test entries were registered for another collection than the receipt's (one the
+// discover fingerprint cannot see): say so, and have the next ctest register them anew.
+void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
+    std::vector<std::string> ids;
+    ids.reserve(receipt.tests.size());
+    for (const auto& t : receipt.tests) ids.push_back(t.id);
+    if (forget_stale_entries(suite, ids))
+        std::cout << "evgate: " << suite.name << ": pytest collects other tests than when ctest registered the per-test "
+                  << "entries; the next ctest registers them anew\n";
+}
+
+// The ledger from the receipt and every run, with the reports and the per-test verdicts.
 std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
-    GateInput input = gate_input(suite, load_receipt(suite.receipt_file()));
-    input.runs = load_runs(suite, input.receipt.id);
+    // The runs are read while the receipt is; its id is needed only once a run is parsed.
+    auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
+    std::optional<Receipt> receipt;
+    const auto receipt_id = [&] {
+        if (!receipt) receipt = loading.get();
+        return receipt->id;
+    };
+    RunMatrix matrix;
+    matrix.add_runs(suite.runs_dir(), receipt_id);
+    GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
+    input.runs = std::move(matrix);
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
     const auto foreign = foreign_shards(suite);  // a merge's shards from another environment: runner columns
     const auto expected = [&](const std::string& id, std::uint64_t seed) {
@@ -94,11 +117,15 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     }
     add_machine_columns(suite, input);
     auto rows = build_ledger(input);
-    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
-    write_verdict_files(suite, rows);
-    ReportInput report{suite.name, &rows, report_columns(input.runs), &input.receipt, {}};
+    ReportInput report{suite.name, &rows, report_columns(input.runs.runs()), &input.receipt, {}};
     for (const auto& [column, entries] : input.drift) report.drift.push_back({column, entries});
-    write_reports(suite.evidence_dir, report);
+    // Three files from the same rows, each on its own: written side by side.
+    auto store = std::async(std::launch::async, [&] { write_verdict_store(suite, rows); });
+    auto reports = std::async(std::launch::async, [&] { write_reports(suite.evidence_dir, report); });
+    write_ledger(suite.ledger_file(), rows);
+    store.get();
+    reports.get();
+    check_entries(suite, input.receipt);
     runs = input.runs.size();
     return rows;
 }
@@ -109,30 +136,23 @@ po::options_description ledger_options(const char* caption) {
     return options;
 }
 
-// The runs a ledger speaks of: every run id in any row's outcomes.
-std::size_t runs_in(const std::vector<LedgerRow>& rows) {
-    std::set<std::string> ids;
-    for (const auto& row : rows)
-        for (const auto& [run, outcome] : row.outcomes) ids.insert(run);
-    return ids.size();
-}
-
 // Values a CDash dashboard charts over time, in the form CTest reads from a test's output.
-void print_measurements(std::ostream& out, const std::vector<LedgerRow>& rows, const SuiteConfig& suite) {
-    int tests = 0, blocking = 0, deferred = 0;
-    std::size_t runners = 0;  // runner columns that made it into the ledger
-    for (const auto& row : rows) {
-        runners += row.suite_scope && row.test.rfind("runner:", 0) == 0 && row.gate == "pass";
-        blocking += row.gate == "block";
-        if (row.suite_scope) continue;
-        ++tests;
-        deferred += row.gate == "defer";
-    }
+void print_measurements(std::ostream& out, const GateSummary& summary, const SuiteConfig& suite) {
     const std::pair<const char*, std::size_t> values[] = {
-        {"tests", tests}, {"blocking", blocking}, {"deferred", deferred},
-        {"seeds", static_cast<std::size_t>(suite.seeds)}, {"runners", runners}};
+        {"tests", static_cast<std::size_t>(summary.tests)},
+        {"blocking", static_cast<std::size_t>(summary.blocked + summary.suite_blocks)},
+        {"deferred", static_cast<std::size_t>(summary.deferred)},
+        {"seeds", static_cast<std::size_t>(suite.seeds)},
+        {"runners", summary.runners}};
     for (const auto& [name, value] : values)
         out << "<CTestMeasurement type=\"numeric/double\" name=\"" << name << "\">" << value << "</CTestMeasurement>\n";
+}
+
+// evgate-verdict, beside this tool: what the per-test entries run.
+std::string verdict_tool() {
+    const auto tool = fs::path(self_path()).parent_path() / "evgate-verdict";
+    if (!fs::exists(tool)) throw Error("evgate-verdict is missing beside evgate (" + tool.string() + "): build or install both");
+    return tool.string();
 }
 
 }  // namespace
@@ -144,7 +164,7 @@ int cmd_ledger(const Args& args) {
     const auto suite = suite_of(*vm);
     std::size_t runs = 0;
     const auto rows = build_and_write(suite, *vm, runs);
-    print_summary(std::cout, suite.name, rows, runs);  // the gate step prints the rows
+    print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
     return 0;
 }
@@ -156,23 +176,42 @@ int cmd_gate(const Args& args) {
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
     std::size_t runs = 0;
-    const auto rows = vm->count("from-ledger") ? read_ledger(suite.ledger_file()) : build_and_write(suite, *vm, runs);
-    if (vm->count("from-ledger")) runs = runs_in(rows);
-    const int blocked = print_gate(std::cout, suite.name, rows, runs);
+    GateSummary summary;
+    if (vm->count("from-ledger")) {
+        summary = read_gate_summary(suite.ledger_file());
+        runs = summary.runs;
+    } else {
+        summary = summarize(build_and_write(suite, *vm, runs));
+    }
+    const int blocked = print_gate(std::cout, suite.name, summary, runs);
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
-    print_measurements(std::cout, rows, suite);
+    print_measurements(std::cout, summary, suite);
     return blocked > 0 ? 1 : 0;
 }
 
+int cmd_verdict(const Args& args) {
+    auto options = suite_options("verdict: print a test's verdict as its CTest entry does (exit 1 when it has none)");
+    options.add_options()("test", po::value<std::string>()->required(), "the test's node id");
+    auto vm = parse("verdict", args, options);
+    if (!vm) return 0;
+    const auto output = entry_output(verdict_store_file(suite_of(*vm)), (*vm)["test"].as<std::string>());
+    std::cout << output.text;
+    return output.status;
+}
+
 int cmd_discover(const Args& args) {
-    auto options = suite_options("discover: collect and write one CTest entry per test (run by ctest itself)");
-    options.add_options()("cmake", po::value<std::string>()->required(), "the cmake executable the entries run")(
-        "output", po::value<std::string>()->required(), "the CMake file to write");
+    auto options = suite_options("discover: write one CTest entry per test (run by ctest itself; collects only when "
+                                 "what collection depends on changed)");
+    options.add_options()("output", po::value<std::string>()->required(), "the CMake file to write");
     auto vm = parse("discover", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
+    const fs::path output = (*vm)["output"].as<std::string>();
+    const auto fingerprint = collection_fingerprint(suite, output, self_path(), environment_with(suite.environment));
+    if (entries_current(suite, output, fingerprint)) return 0;
     const auto ids = collected_ids(suite);
-    write_file_atomic((*vm)["output"].as<std::string>(), ctest_entries(suite, ids, (*vm)["cmake"].as<std::string>()));
+    write_file_atomic(output, ctest_entries(suite, ids, verdict_tool()));
+    remember_entries(suite, output, fingerprint, ids);
     return 0;
 }
 

@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include "error.hpp"
+#include "json_io.hpp"
+#include "run_records.hpp"
+#include "support.hpp"
+
+using namespace evgate;
+using evgate::test::TempDir;
+
+namespace {
+
+// The same run as the plugin writes it (compact) and as json.dumps writes it by default (spaced).
+const char* const kCompact =
+    R"({"event":"session","rootdir":"/r","configfile":null,"conftests":["/r/conftest.py"],"collected":3,"unlisted":[],"absent":["t::gone"]})" "\n"
+    R"({"event":"start","test":"t::a"})" "\n"
+    R"({"event":"result","test":"t::a","outcome":"failed","dirty":["db"],"message":"assert 1 == 2","phases":{"call":"failed"},"duration":0.5})" "\n"
+    R"({"event":"start","test":"t::b"})" "\n"
+    R"({"event":"interrupted","test":"t::b","reason":"killed by signal 9"})" "\n"
+    R"({"event":"end","exitstatus":1})" "\n"
+    R"({"event":"torn","bytes":12})" "\n"
+    R"({"event":"finished","complete":true,"receipt":"r1","processes":2,"note":""})" "\n";
+const char* const kSpaced =
+    R"({"absent": ["t::gone"], "collected": 3, "configfile": null, "conftests": ["/r/conftest.py"], "event": "session", "rootdir": "/r", "unlisted": []})" "\n"
+    R"({"event": "start", "test": "t::a"})" "\n"
+    R"({"dirty": ["db"], "duration": 0.5, "event": "result", "message": "assert 1 == 2", "outcome": "failed", "phases": {"call": "failed"}, "test": "t::a"})" "\n"
+    R"({"event": "start", "test": "t::b"})" "\n"
+    R"({"event": "interrupted", "reason": "killed by signal 9", "test": "t::b"})" "\n"
+    R"({"event": "end", "exitstatus": 1})" "\n"
+    R"({"bytes": 12, "event": "torn"})" "\n"
+    R"({"complete": true, "event": "finished", "note": "", "processes": 2, "receipt": "r1"})" "\n";
+
+RunRecords read(const TempDir& dir, const std::string& text) {
+    write_file_atomic(dir.path / "seed.0.jsonl", text);
+    return read_run_records(dir.path / "seed.0.jsonl");
+}
+
+}  // namespace
+
+TEST_CASE("run records read the same, compact or spaced", "[run_records]") {
+    TempDir dir;
+    for (const char* text : {kCompact, kSpaced}) {
+        const auto run = read(dir, text);
+        REQUIRE(run.sessions.size() == 1);
+        CHECK(run.sessions[0].rootdir == "/r");
+        CHECK_FALSE(run.sessions[0].configfile);
+        CHECK(run.sessions[0].conftests == std::vector<std::string>{"/r/conftest.py"});
+        CHECK(run.sessions[0].collected == 3);
+        CHECK(run.sessions[0].absent == std::vector<std::string>{"t::gone"});
+        CHECK(run.started == std::vector<std::string>{"t::a", "t::b"});
+        REQUIRE(run.results.count("t::a"));
+        CHECK(run.results.at("t::a").outcome == "failed");
+        CHECK(run.results.at("t::a").dirty == std::vector<std::string>{"db"});
+        CHECK(run.results.at("t::a").message == "assert 1 == 2");
+        CHECK(run.interrupted.at("t::b") == "killed by signal 9");
+        CHECK(run.processes_ended == 1);
+        CHECK(run.exit_statuses == std::vector<int>{1});
+        CHECK(run.torn == 1);
+        CHECK(run.finished == std::optional<bool>(true));
+        CHECK(run.receipt == "r1");
+    }
+}
+
+TEST_CASE("a run's records that are not records name file, line and value", "[run_records]") {
+    TempDir dir;
+    const auto file = (dir.path / "seed.0.jsonl").string();
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"start\",\"test\":\"t::a\"}\nnot json\n"),
+                      file + ":2: column 2: not valid JSON: Invalid value.");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"start\",\"test\":\"t::a\"}\n{\"event\":\"result\",\"test\":\"t::a\""),
+                      file + ":2: torn record (no newline at the end)");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"begin\"}\n"), file + ":1: unknown record event 'begin'");
+    CHECK_THROWS_WITH(read(dir, "[1, 2]\n"), file + ":1: unknown record event ''");
+    CHECK_THROWS_WITH(read(dir, "\n{\"event\":\"result\",\"test\":\"t::a\",\"outcome\":3}\n"), file + ":2: 'outcome' is not a string");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"start\"}\n"), file + ":1: missing string 'test'");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"result\",\"test\":\"t::a\",\"outcome\":\"passed\",\"dirty\":[1]}\n"),
+                      file + ":1: 'dirty' holds a non-string");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":7}\n"), file + ":1: 'event' is not a string");
+}
+
+TEST_CASE("a later result of a test replaces the earlier, and members of other events are not checked", "[run_records]") {
+    TempDir dir;
+    const auto run = read(dir, R"({"event":"result","test":"t::a","outcome":"failed","message":"x"})" "\n"
+                               R"({"event":"result","test":"t::a","outcome":"passed","dirty":null})" "\n"
+                               R"({"event":"start","test":"t::b","outcome":5,"dirty":"no"})" "\n"
+                               R"({"event":"end","exitstatus":3.5})" "\n"
+                               R"({"event":"session","collected":"many"})" "\n");
+    CHECK(run.results.at("t::a").outcome == "passed");
+    CHECK(run.results.at("t::a").message.empty());
+    CHECK(run.exit_statuses.empty());
+    CHECK(run.sessions.at(0).collected == 0);
+}
+
+TEST_CASE("a run without records has none", "[run_records]") {
+    TempDir dir;
+    const auto run = read_run_records(dir.path / "absent.jsonl");
+    CHECK(run.results.empty());
+    CHECK_FALSE(run.finished);
+}
