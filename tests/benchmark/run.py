@@ -538,10 +538,11 @@ def checked_gate(evgate, data, output):
     sample = run_measured([evgate, "gate", f"--suite={data['suite']}"], output=output)
     rows = sum(1 for _ in data["ledger"].open()) if data["ledger"].exists() else 0
     sample["ledger_rows"] = rows
-    # What the command leaves beside the ledger (per-test verdict files, reports): output
+    # What the command leaves beside the ledger (the verdict store, the reports): output
     # volume that costs I/O rather than CPU, visible as wall time well above CPU time.
     evidence = data["ledger"].parent
-    sample["files_written"] = sum(len(files) for _, _, files in os.walk(evidence / "verdicts"))
+    store = evidence / "verdicts.store"
+    sample["verdict_store_bytes"] = store.stat().st_size if store.exists() else 0
     sample["reports_bytes"] = sum(f.stat().st_size for f in evidence.glob("report.*"))
     if sample["exit"] not in (0, 1) or rows == 0:
         log(f"  WARNING: evgate gate exited {sample['exit']} with {rows} ledger rows; see {output}")
@@ -808,8 +809,8 @@ def gate_cost_lines(d):
     last = ours["samples"][-1]
     lines = ["", f"`evgate gate` at {GATE_RUNS} runs × {GATE_TESTS:,} tests: wall {ours['median_s']:.1f} s, "
              f"CPU {ours['median_cpu_s']:.1f} s (first run into an empty directory: wall {ours['warmup']['s']:.1f} s, "
-             f"CPU {ours['warmup']['cpu_s']:.1f} s); it writes {last.get('files_written', 0):,} verdict files and "
-             f"{last.get('reports_bytes', 0) / 1e6:.0f} MB of reports besides the ledger."]
+             f"CPU {ours['warmup']['cpu_s']:.1f} s); besides the ledger it writes the verdict store "
+             f"({last.get('verdict_store_bytes', 0) / 1e6:.0f} MB) and {last.get('reports_bytes', 0) / 1e6:.0f} MB of reports."]
     perf = d.get("perf_profile", {})
     if perf.get("top"):
         lines += ["", "perf profile of that command, top self time (CPU samples only):", "",

@@ -249,6 +249,9 @@ WRITES = {
     "deletes-a-fixture": 'os.remove("data/a.txt")',
     "creates-a-file-in-the-group": 'Path("data/new.txt").write_text("new\\n")',
     "chmods-a-fixture-read-only": 'os.chmod("data/a.txt", 0o444)',
+    # No change notification until the mapping is closed, at exit: the restore catches it
+    # and the order runs again with stat scans, which see it in this test.
+    "writes-through-a-mapping-kept-open": 'KEPT.append(mmap.mmap(os.open("data/a.txt", os.O_RDWR), 0)); KEPT[-1][0:1] = b"A"',
 }
 
 
@@ -260,8 +263,11 @@ def test_undeclared_write_is_a_polluter(project, write):
     project.write("data/b.txt", "beta\n")
     project.write("fixtures.manifest", "data: data/*\n")
     project.write(TEST_FILE, f"""
+        import mmap
         import os
         from pathlib import Path
+
+        KEPT = []
 
         def test_culprit():
             {WRITES[write]}
@@ -280,6 +286,9 @@ def test_undeclared_write_is_a_polluter(project, write):
         assert ledger.verdicts() == {culprit: ("polluter", "block"),
                                      f"{TEST_FILE}::test_neighbour": ("stable", "pass")}, str(ledger)
         assert ledger.tests[culprit].get("dirty") == ["data"], str(ledger)
+        if write == "writes-through-a-mapping-kept-open":
+            seed = step_output(project.build, f"{SUITE}.seed.0") or ""
+            assert "the change notifications missed a change to 'data'; the order ran again with stat scans" in seed, seed
 
 
 # ============================================================== 4. hostile node ids

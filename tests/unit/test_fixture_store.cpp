@@ -165,7 +165,7 @@ TEST_CASE("a lease whose run changed nothing only reads; one that finds a change
     const auto stamps = p.top / "build/evidence/s/fixtures/stamps.json";
     const auto stamped = fs::last_write_time(stamps);
     std::string quiet_token, dirty_token;
-    std::vector<std::string> restored;
+    std::vector<FixtureChange> restored;
     std::thread beside;
     {
         FixtureStore::Lease quiet(store, TreeAccess::shared);
@@ -182,7 +182,9 @@ TEST_CASE("a lease whose run changed nothing only reads; one that finds a change
         CHECK(p.read("data/a.json") == "{\"polluted\": true}\n");
     }
     beside.join();
-    CHECK(restored == std::vector<std::string>{"restored data/a.json"});
+    REQUIRE(restored.size() == 1);
+    CHECK(restored.front().group == "db");
+    CHECK(restored.front().what == "restored data/a.json");
     CHECK(p.read("data/a.json") == "{}\n");
     CHECK(fs::last_write_time(stamps) != stamped);  // only the restore wrote
     CHECK(store.overlapped_a_change(quiet_token));    // it ran beside a run that changed the groups

@@ -238,8 +238,8 @@ void FixtureStore::snapshot() {
     save_stamps(stamps_file(), root_, snapshots);
 }
 
-std::vector<std::string> FixtureStore::sync(bool write) {
-    std::vector<std::string> changed;
+std::vector<FixtureChange> FixtureStore::sync(bool write) {
+    std::vector<FixtureChange> changed;
     if (!fs::exists(lease_file())) return changed;  // never snapshotted: nothing can be dirty
     const auto stamps = load_stamps(stamps_file());
     const auto groups = load_pristine();
@@ -252,12 +252,12 @@ std::vector<std::string> FixtureStore::sync(bool write) {
             auto now = file_state(root_ / f.path);
             if (now && now->identity == f.state.identity && now->mode == f.state.mode) continue;
             if (write) put_back(root_, pristine_path(f.path), f);
-            changed.push_back("restored " + f.path);
+            changed.push_back({group.group.name, "restored " + f.path});
         }
         for (const auto& path : expand_glob(root_, group.glob)) {
             if (pristine.count(path) != 0) continue;
             if (write) fs::remove(root_ / path);
-            changed.push_back("removed " + path);
+            changed.push_back({group.group.name, "removed " + path});
         }
     }
     if (write) save_stamps(stamps_file(), root_, groups);
@@ -266,7 +266,9 @@ std::vector<std::string> FixtureStore::sync(bool write) {
 
 std::vector<std::string> FixtureStore::restore() {
     const TreeLock alone(root_, TreeAccess::exclusive);
-    return sync(true);
+    std::vector<std::string> changed;
+    for (auto& change : sync(true)) changed.push_back(std::move(change.what));
+    return changed;
 }
 
 namespace {
@@ -338,7 +340,7 @@ FixtureStore::Lease::Lease(FixtureStore& store, TreeAccess access) : store_(stor
     fs::rename(temp, marker_);
 }
 
-std::vector<std::string> FixtureStore::Lease::restore() {
+std::vector<FixtureChange> FixtureStore::Lease::restore() {
     if (!lock_) return {};
     auto changed = store_.sync(false);
     if (changed.empty()) return changed;

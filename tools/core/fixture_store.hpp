@@ -29,6 +29,12 @@ struct GroupSnapshot {
 
 struct Receipt;
 
+// What a restore had to put back in one group: "restored x", "removed y".
+struct FixtureChange {
+    std::string group;
+    std::string what;
+};
+
 class FixtureStore {
 public:
     // Parses the suite's fixture manifest (none: a store without groups).
@@ -63,8 +69,9 @@ public:
 
         const std::string& token() const { return span_.token; }
         // After each pytest process: the groups back to pristine. Reads only, unless something
-        // changed: then it takes the tree alone (for the rest of the run) and writes.
-        std::vector<std::string> restore();
+        // changed: then it takes the tree alone (for the rest of the run) and writes. Returns
+        // what it put back.
+        std::vector<FixtureChange> restore();
         // The run's tests changed the groups: runs beside it cannot be trusted.
         void touched() { span_.touched = true; }
 
@@ -78,7 +85,7 @@ public:
 
 private:
     // What differs from pristine; with `write`, puts it back (the tree held alone).
-    std::vector<std::string> sync(bool write);
+    std::vector<FixtureChange> sync(bool write);
     bool restore_pending_locked();
     std::vector<GroupSnapshot> load_pristine() const;
     std::filesystem::path pristine_path(const std::string& relative) const { return dir_ / "pristine" / relative; }

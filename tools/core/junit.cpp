@@ -118,7 +118,7 @@ std::string_view outcome_of_child(const tinyxml2::XMLElement& child) {
 }
 
 TestResult result_of(const tinyxml2::XMLElement& testcase) {
-    TestResult result{"passed", {}, {}};
+    TestResult result{"passed", {}, {}, {}};
     for (const auto* child = testcase.FirstChildElement(); child != nullptr; child = child->NextSiblingElement()) {
         const auto outcome = outcome_of_child(*child);
         if (outcome.empty() || weight(outcome) <= weight(result.outcome)) continue;

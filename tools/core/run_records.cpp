@@ -14,13 +14,14 @@ namespace evgate {
 namespace {
 
 namespace key {  // the members a record may have, in record_fields() order
-enum : std::size_t { event, test, outcome, message, dirty, reason, rootdir, configfile, conftests, unlisted, absent,
-                     collected, exitstatus, complete, note, receipt };
+enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
+                     absent, collected, lease, exitstatus, complete, note, receipt };
 }
 
 FieldCapture record_fields() {
-    return FieldCapture{"event", "test", "outcome", "message", "dirty", "reason", "rootdir", "configfile",
-                        "conftests", "unlisted", "absent", "collected", "exitstatus", "complete", "note", "receipt"};
+    return FieldCapture{"event",     "test",     "outcome",  "message", "dirty",      "changed",
+                        "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
+                        "collected", "lease",    "exitstatus", "complete", "note",     "receipt"};
 }
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
@@ -49,6 +50,7 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.unlisted = &text_list(f[key::unlisted], "unlisted", where);
             r.absent = &text_list(f[key::absent], "absent", where);
             if (f[key::collected].kind == JsonField::Kind::integer) r.collected = static_cast<long>(f[key::collected].integer);
+            r.lease = optional_text(f[key::lease], "lease", where).value_or("");
             break;
         case RunRecord::Event::start:
             r.test = required_text(f[key::test], "test", where);
@@ -56,6 +58,7 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
         case RunRecord::Event::result:
             r.outcome = required_text(f[key::outcome], "outcome", where);
             r.dirty = &text_list(f[key::dirty], "dirty", where);
+            r.changed = &text_list(f[key::changed], "changed", where);
             r.message = optional_text(f[key::message], "message", where).value_or("");
             r.test = required_text(f[key::test], "test", where);
             break;
@@ -93,6 +96,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             session.unlisted = strings(r.unlisted);
             session.absent = strings(r.absent);
             session.collected = r.collected;
+            session.lease = r.lease;
             run.sessions.push_back(std::move(session));
             break;
         }
@@ -100,7 +104,8 @@ void add_record(RunRecords& run, const RunRecord& r) {
             run.started.emplace_back(r.test);
             break;
         case RunRecord::Event::result:
-            run.results[std::string(r.test)] = TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message)};
+            run.results[std::string(r.test)] =
+                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed)};
             break;
         case RunRecord::Event::end:
             ++run.processes_ended;

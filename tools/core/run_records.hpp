@@ -20,12 +20,14 @@ struct SessionInfo {
     long collected = 0;
     std::vector<std::string> unlisted;  // collected but not in the order we asked for
     std::vector<std::string> absent;    // asked for but not collected
+    std::string lease;                  // how the plugin watched the groups: "inotify", "scan", "" (none)
 };
 
 struct TestResult {
     std::string outcome;  // passed failed error skipped xfailed xpassed
-    std::vector<std::string> dirty;
+    std::vector<std::string> dirty;    // groups it changed without declaring them
     std::string message;
+    std::vector<std::string> changed;  // every group it changed, declared or not
 };
 
 struct RunRecords {
@@ -52,7 +54,8 @@ struct RunRecord {
     std::string_view test;     // start, result, interrupted
     std::string_view outcome;  // result
     std::string_view message;  // result
-    const std::vector<std::string_view>* dirty = nullptr;  // result
+    const std::vector<std::string_view>* dirty = nullptr;    // result
+    const std::vector<std::string_view>* changed = nullptr;  // result
     std::string_view reason;   // interrupted
     std::string_view rootdir;  // session
     std::optional<std::string_view> configfile;
@@ -60,6 +63,7 @@ struct RunRecord {
     const std::vector<std::string_view>* unlisted = nullptr;
     const std::vector<std::string_view>* absent = nullptr;
     long collected = 0;
+    std::string_view lease;         // session
     std::optional<int> exitstatus;  // end
     bool complete = false;          // finished
     std::string_view note, receipt;
