@@ -46,6 +46,7 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     }
     const auto* tests = member(doc, "tests");
     if (tests == nullptr || !tests->IsArray()) throw InputError(source, 0, "no 'tests' list");
+    receipt.tests.reserve(tests->Size());
     for (const auto& t : tests->GetArray()) {
         ReceiptTest test;
         test.id = string_member(t, "id", source);
