@@ -629,6 +629,62 @@ def profile_seed_run(root, product, python, work):
     return {"processes": len(files), "total_s": stats.total_tt, "wall_s": sample["s"], "top_tottime": rows[:12]}
 
 
+# Instructions, not seconds: callgrind counts the same for the same run whatever else the
+# machine does, where wall and CPU time on a shared VM move by a fifth between identical runs.
+CALLGRIND_WRAPPER = """#!/bin/sh
+# Counts the instructions of the seed runs' pytest processes; every other python call passes through.
+case " $* " in
+  *" --evidence-gate-records="*)
+    exec valgrind --tool=callgrind --callgrind-out-file="{out}/$$.{label}.out" {python} "$@" {extra} ;;
+esac
+exec {python} "$@"
+"""
+
+
+def callgrind_total(out_file):
+    text = Path(out_file).read_text(errors="replace")
+    m = re.search(r"^(?:summary|totals):\s*(\d+)", text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def counted_seed_run(tree, product, python, work, label, options=(), extra=""):
+    """Instructions of one seed run's pytest process, through a PYTHON wrapper (the product
+    runs exactly as configured)."""
+    out = work / "callgrind"
+    out.mkdir(parents=True, exist_ok=True)
+    wrapper = work / f"python-counted-{label}"
+    wrapper.write_text(CALLGRIND_WRAPPER.format(python=python, out=out, label=label, extra=extra))
+    wrapper.chmod(0o755)
+    build = Build(tree, work / f"build-counted-{label}", product, wrapper, options)
+    build.setup()
+    build.run_step("bench.seed.1", work / f"counted-{label}.log")
+    files = sorted(out.glob(f"*.{label}.out"))
+    return callgrind_total(files[-1]) if files else None
+
+
+def measure_instructions(trees, product, python, work, sizes):
+    """Instructions of a plain run, of a seed run without groups, with the 10 groups (at each
+    size) and with the 10 groups by stat scan: the plugin's and the lease's cost, noise-free."""
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind is not installed"}
+    main = trees[MAIN_SIZE][0]
+    plain_out = work / "callgrind" / "plain.out"
+    plain_out.parent.mkdir(parents=True, exist_ok=True)
+    log("  plain pytest under callgrind")
+    run_checked([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=main)  # its bytecode cached, as ours is
+    run_checked(["valgrind", "--tool=callgrind", f"--callgrind-out-file={plain_out}", python, "-m", "pytest", "-q",
+                 "-p", "no:cacheprovider"], cwd=main)
+    figures = {"plain": callgrind_total(plain_out), "groups": {}}
+    log("  seed run without groups under callgrind")
+    figures["no_groups"] = counted_seed_run(main, product, python, work, "nogroups", ["-DBENCH_NO_GROUPS=ON"])
+    for size in sizes:
+        log(f"  seed run with the 10 groups at {human_bytes(size)} under callgrind")
+        figures["groups"][size] = counted_seed_run(trees[size][0], product, python, work, f"groups{size}")
+    log("  seed run with the 10 groups by stat scan under callgrind")
+    figures["scan"] = counted_seed_run(main, product, python, work, "scan", extra="--evidence-gate-lease=scan")
+    return figures
+
+
 PERF_LINE = re.compile(r"^\s*([\d.]+)%\s+\[(.)\]\s+(.*?)\s*$")
 
 
@@ -755,6 +811,7 @@ def markdown(result):
         lines.append(f"| {human_bytes(p['size_bytes'])} | {ms(p['ours_per_test_s'])} ({ms(p['ours_per_test_cpu_s'])}) "
                      f"| {ms(p['ours_restore_per_test_s'])} | {ms(p['theirs_per_test_s'])} ({ms(p['theirs_per_test_cpu_s'])}; "
                      f"{p['theirs_tests']}) | {p['ratio_ours_theirs']:.4f} |")
+    lines += instruction_lines(result.get("instructions", {}))
     lines += ["", "(d) gate time and peak memory against runs and tests:", "",
               "| runs × tests | evgate gate (CPU) | peak RSS | triage.py (CPU) | peak RSS | time, theirs ÷ ours | memory, theirs ÷ ours |",
               "|---|---|---|---|---|---|---|"]
@@ -769,6 +826,26 @@ def markdown(result):
             lines += ["", f"Note ({key}): ctest reported steps that did not pass: {', '.join(result[key]['not_passed'])}."]
     lines += ["", *breakdown_lines(result)]
     return "\n".join(lines)
+
+
+def instruction_lines(ins):
+    """(a) and (c) in instructions (callgrind): what the plugin and the leases add to a plain run."""
+    if not ins or ins.get("error") or not ins.get("plain") or not ins.get("no_groups"):
+        return ["", f"Instruction counts: not measured ({ins.get('error', 'no data') if ins else 'no data'})."]
+    plain, bare = ins["plain"], ins["no_groups"]
+    lines = ["", "The same in instructions (callgrind; the same count for the same run, whatever the machine's load), "
+             "one seed run's pytest process:", "",
+             "| run | instructions | over plain pytest | lease per test |", "|---|---|---|---|",
+             f"| plain pytest, 1,000 tests | {plain / 1e9:.3f} G | | |",
+             f"| seed run, no fixture groups (plugin, records, reseeding) | {bare / 1e9:.3f} G | {bare / plain - 1:+.1%} | |"]
+    for size, count in sorted(ins["groups"].items(), key=lambda kv: int(kv[0])):
+        if count:
+            lines.append(f"| seed run, 10 groups of {human_bytes(int(size))}, change notifications | {count / 1e9:.3f} G "
+                         f"| {count / plain - 1:+.1%} | {(count - bare) / TESTS / 1e3:.0f} k instructions |")
+    if ins.get("scan"):
+        lines.append(f"| seed run, 10 groups of {human_bytes(MAIN_SIZE)}, stat scan (`--evidence-gate-lease=scan`) "
+                     f"| {ins['scan'] / 1e9:.3f} G | {ins['scan'] / plain - 1:+.1%} | {(ins['scan'] - bare) / TESTS / 1e3:.0f} k instructions |")
+    return lines
 
 
 def breakdown_lines(result):
@@ -898,6 +975,9 @@ def main():
     result["c_flat"] = flatness(result["c"])
     log("(d): the gate on generated run records")
     result["d"] = measure_gate(main_build.command("bench.gate")[0], args.python, seed_code, templates, work / "gate", repeats, args.quick)
+    log("instructions: plain, plugin and leases under callgrind")
+    result["instructions"] = measure_instructions(trees, product, args.python, work / "instructions",
+                                                  [MAIN_SIZE] + ([] if args.quick else [max(sizes)]))
     log("profile: one seed run under cProfile")
     result["profile"] = profile_seed_run(main_root, product, args.python, work / "profile")
     result["machine"]["loadavg_at_end"] = os.getloadavg()
