@@ -384,6 +384,8 @@ def measure_lease_cost(total_bytes, trees, product, python, work, repeats, main_
                                       output=logs / "plain.log"),
         "ours_groups": lambda: groups.run_step("bench.seed.1", logs / "seed-groups.log"),
         "ours_nogroups": lambda: nogroups.run_step("bench.seed.1", logs / "seed-nogroups.log"),
+        # The collection order: what a shuffled order itself costs pytest (modules set up and torn down again).
+        "ours_nogroups_seed0": lambda: nogroups.run_step("bench.seed.0", logs / "seed0-nogroups.log"),
         "ours_restore": lambda: run_measured([evgate, "restore", f"--suite={suite}"], cwd=ours, output=logs / "restore.log"),
         "theirs_with": lambda: theirs_run(python, theirs, ids, work, True, logs / "theirs-with.log"),
         "theirs_without": lambda: theirs_run(python, theirs, ids, work, False, logs / "theirs-without.log"),
@@ -647,7 +649,7 @@ def callgrind_total(out_file):
     return int(m.group(1)) if m else None
 
 
-def counted_seed_run(tree, product, python, work, label, options=(), extra=""):
+def counted_seed_run(tree, product, python, work, label, options=(), extra="", step="bench.seed.1"):
     """Instructions of one seed run's pytest process, through a PYTHON wrapper (the product
     runs exactly as configured)."""
     out = work / "callgrind"
@@ -657,7 +659,7 @@ def counted_seed_run(tree, product, python, work, label, options=(), extra=""):
     wrapper.chmod(0o755)
     build = Build(tree, work / f"build-counted-{label}", product, wrapper, options)
     build.setup()
-    build.run_step("bench.seed.1", work / f"counted-{label}.log")
+    build.run_step(step, work / f"counted-{label}.log")
     files = sorted(out.glob(f"*.{label}.out"))
     return callgrind_total(files[-1]) if files else None
 
@@ -675,7 +677,9 @@ def measure_instructions(trees, product, python, work, sizes):
     run_checked(["valgrind", "--tool=callgrind", f"--callgrind-out-file={plain_out}", python, "-m", "pytest", "-q",
                  "-p", "no:cacheprovider"], cwd=main)
     figures = {"plain": callgrind_total(plain_out), "groups": {}}
-    log("  seed run without groups under callgrind")
+    log("  seed runs without groups under callgrind: the collection order and a shuffled one")
+    figures["no_groups_seed0"] = counted_seed_run(main, product, python, work, "nogroups0", ["-DBENCH_NO_GROUPS=ON"],
+                                                  step="bench.seed.0")
     figures["no_groups"] = counted_seed_run(main, product, python, work, "nogroups", ["-DBENCH_NO_GROUPS=ON"])
     for size in sizes:
         log(f"  seed run with the 10 groups at {human_bytes(size)} under callgrind")
@@ -836,8 +840,11 @@ def instruction_lines(ins):
     lines = ["", "The same in instructions (callgrind; the same count for the same run, whatever the machine's load), "
              "one seed run's pytest process:", "",
              "| run | instructions | over plain pytest | lease per test |", "|---|---|---|---|",
-             f"| plain pytest, 1,000 tests | {plain / 1e9:.3f} G | | |",
-             f"| seed run, no fixture groups (plugin, records, reseeding) | {bare / 1e9:.3f} G | {bare / plain - 1:+.1%} | |"]
+             f"| plain pytest, 1,000 tests | {plain / 1e9:.3f} G | | |"]
+    if ins.get("no_groups_seed0"):
+        lines.append(f"| seed 0 (the collection order), no fixture groups: the plugin, records, reseeding "
+                     f"| {ins['no_groups_seed0'] / 1e9:.3f} G | {ins['no_groups_seed0'] / plain - 1:+.1%} | |")
+    lines += [f"| seed 1 (a shuffled order), no fixture groups | {bare / 1e9:.3f} G | {bare / plain - 1:+.1%} | |"]
     for size, count in sorted(ins["groups"].items(), key=lambda kv: int(kv[0])):
         if count:
             lines.append(f"| seed run, 10 groups of {human_bytes(int(size))}, change notifications | {count / 1e9:.3f} G "
@@ -866,9 +873,13 @@ def breakdown_lines(result):
              row("pytest start-up + 1 test", bd["pytest_one_test"]),
              row("plain pytest `--collect-only` (the receipt step's collection)", bd["pytest_collect_only"]),
              row("plain pytest run, 1,000 tests", runs["plain"]),
-             row("`evgate run` seed run, no fixture groups", runs["ours_nogroups"]),
-             row("`evgate run` seed run, 10 groups", runs["ours_groups"]),
-             diff("plugin + runner overhead per run (no groups − plain)", "ours_nogroups", "plain"),
+             *([row("`evgate run` of seed 0 (the collection order), no fixture groups", runs["ours_nogroups_seed0"]),
+                diff("plugin + runner overhead per run (seed 0, no groups − plain)", "ours_nogroups_seed0", "plain")]
+               if "ours_nogroups_seed0" in runs else []),
+             row("`evgate run` of seed 1 (a shuffled order), no fixture groups", runs["ours_nogroups"]),
+             *([diff("what the shuffled order costs pytest (seed 1 − seed 0): modules set up and torn down again",
+                     "ours_nogroups", "ours_nogroups_seed0")] if "ours_nogroups_seed0" in runs else []),
+             row("`evgate run` of seed 1, 10 groups", runs["ours_groups"]),
              diff("lease cost per run (10 groups − no groups)", "ours_groups", "ours_nogroups"),
              row("→ of it: `evgate restore` alone (what follows every seed run)", runs["ours_restore"]),
              *([f"| one CTest entry per pytest test (`-j1` with − without them, per test) "
