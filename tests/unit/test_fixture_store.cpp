@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -212,4 +214,87 @@ TEST_CASE("a snapshot takes a file's new content after an edit, and its old cont
     p.write("data/a.json", "polluted\n");
     store.restore();
     CHECK(p.read("data/a.json") == "second, committed meanwhile\n");
+}
+
+namespace {
+
+// Another build tree over the same sources: its own fixture directory, the same ROOT.
+SuiteConfig other_build_tree(const Project& p) {
+    SuiteConfig other = p.suite;
+    other.evidence_dir = p.top / "other-build" / "evidence" / "s";
+    return other;
+}
+
+bool a_marker_says_dirty(const fs::path& pending) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(pending, ec)) {
+        std::ifstream in(entry.path());
+        std::string word;
+        if (in >> word && word == "dirty") return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("a snapshot of another build tree restores a waiting run's changes rather than take them for pristine",
+          "[store]") {
+    Project p("cfg: config/*.ini\n");
+    p.write("config/x.ini", "pristine\n");
+    FixtureStore(p.suite).snapshot();
+    auto reader = std::make_unique<TreeLock>(p.root, TreeAccess::shared);  // a run beside: the writer waits
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // a run whose test polluted; its restore waits for the tree alone
+        reader.reset();  // the parent's copy holds the reader's lock
+        FixtureStore store(p.suite);
+        FixtureStore::Lease lease(store, TreeAccess::shared);
+        p.write("config/x.ini", "polluted\n");
+        const auto put_back = lease.restore();
+        ::_exit(put_back.size() == 1 && p.read("config/x.ini") == "pristine\n" ? 0 : 1);
+    }
+    const auto pending = p.suite.fixtures_dir() / "pending";
+    for (int i = 0; i < 1000 && !a_marker_says_dirty(pending); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(a_marker_says_dirty(pending));
+    // Stopped while it waits: the other build tree's snapshot gets the tree first.
+    ::kill(child, SIGSTOP);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, WUNTRACED) == child);
+    REQUIRE(WIFSTOPPED(status));
+    reader.reset();
+    FixtureStore beside(other_build_tree(p));
+    beside.snapshot();
+    CHECK(p.read("config/x.ini") == "pristine\n");
+    ::kill(child, SIGCONT);
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));  // it still says what its tests changed
+    p.write("config/x.ini", "polluted later\n");
+    CHECK(beside.restore() == std::vector<std::string>{"restored config/x.ini"});
+    CHECK(p.read("config/x.ini") == "pristine\n");  // the other tree's pristine is the committed content
+}
+
+TEST_CASE("a run of one build tree killed before its restore is completed by the next snapshot of another", "[store]") {
+    Project p("cfg: config/*.ini\n");
+    p.write("config/x.ini", "pristine\n");
+    FixtureStore(p.suite).snapshot();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        FixtureStore store(p.suite);
+        FixtureStore::Lease lease(store, TreeAccess::shared);
+        p.write("config/x.ini", "polluted by a run that was killed\n");
+        p.write("config/new.ini", "added by it\n");
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    FixtureStore beside(other_build_tree(p));
+    CHECK(beside.restore_if_pending());
+    CHECK(p.read("config/x.ini") == "pristine\n");
+    CHECK_FALSE(fs::exists(p.root / "config/new.ini"));
+    CHECK_FALSE(FixtureStore(p.suite).restore_if_pending());  // handled once
+    beside.snapshot();
+    p.write("config/x.ini", "polluted later\n");
+    beside.restore();
+    CHECK(p.read("config/x.ini") == "pristine\n");
 }

@@ -198,6 +198,8 @@ void save_stamps(const fs::path& file, const fs::path& root, const std::vector<G
 
 }  // namespace
 
+FixtureStore::FixtureStore(fs::path root, fs::path dir) : root_(std::move(root)), dir_(std::move(dir)) {}
+
 FixtureStore::FixtureStore(const SuiteConfig& suite) : root_(suite.root), dir_(suite.fixtures_dir()) {
     if (!suite.fixtures) return;
     std::ifstream in(*suite.fixtures);
@@ -210,6 +212,8 @@ void FixtureStore::snapshot() {
     const TreeLock alone(root_, TreeAccess::exclusive);
     restore_pending_locked();
     prune_spans(root_);
+    prune_stores(root_);
+    register_store(root_, dir_);
     fs::remove(exclusive_marker());
     // The pristine copy and its stamps from last time: a file whose lstat metadata has not
     // moved since is not read again (at 1 GB of fixtures, that is the whole cost).
@@ -273,15 +277,25 @@ std::vector<std::string> FixtureStore::restore() {
 
 namespace {
 
-// A pending marker whose run is gone: nobody holds its flock (the kernel dropped it with
-// the process). Removed while we hold it, so that it is handled once.
-bool claim_if_abandoned(const fs::path& marker) {
+// A run's pending marker: created (and flock-held) when its lease starts; "dirty" written into
+// it while its tests' changes wait for a restore.
+enum class Marker { gone, live, dirty, abandoned };
+
+// Whether a restore is owed for `marker`. An abandoned marker (its run is gone: the kernel
+// dropped the flock with the process) is removed while we hold it, so that it is handled once.
+Marker claim_marker(const fs::path& marker) {
     const int fd = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;  // its run finished meanwhile
-    const bool abandoned = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-    if (abandoned) fs::remove(marker);
+    if (fd < 0) return Marker::gone;  // its run finished meanwhile
+    Marker state = Marker::live;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        state = Marker::abandoned;
+        fs::remove(marker);
+    } else {
+        char text[8] = {};
+        if (::pread(fd, text, sizeof text - 1, 0) > 0 && std::string(text).rfind("dirty", 0) == 0) state = Marker::dirty;
+    }
     ::close(fd);
-    return abandoned;
+    return state;
 }
 
 bool any_abandoned(const fs::path& dir) {
@@ -298,17 +312,39 @@ bool any_abandoned(const fs::path& dir) {
 
 }  // namespace
 
+// Every build tree over ROOT keeps its markers in its own fixture directory (they outlive a
+// reboot that empties the temp directory); the registry beside the tree lock says where. A
+// live run that is dirty waits for the tree: it restores itself, unless someone holding the
+// tree first (a snapshot of another build tree) does it for it: no snapshot ever takes a
+// run's changes for pristine.
 bool FixtureStore::restore_pending_locked() {
-    bool pending = false;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(pending_dir(), ec)) pending = claim_if_abandoned(entry.path()) || pending;
-    if (pending) sync(true);
-    return pending;
+    auto stores = registered_stores(root_);
+    const auto own = fs::absolute(dir_).lexically_normal();
+    if (std::find(stores.begin(), stores.end(), own) == stores.end()) stores.push_back(own);
+    bool abandoned = false;
+    for (const auto& dir : stores) {
+        bool owed = false;
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(dir / "pending", ec)) {
+            const auto state = claim_marker(entry.path());
+            abandoned = abandoned || state == Marker::abandoned;
+            owed = owed || state == Marker::abandoned || state == Marker::dirty;
+        }
+        if (!owed) continue;
+        if (dir == own) {
+            sync(true);
+        } else {
+            FixtureStore(root_, dir).sync(true);
+        }
+    }
+    return abandoned;
 }
 
 bool FixtureStore::restore_if_pending() {
     // Checked without the tree lock first: runs going side by side must not wait for it.
-    if (!any_abandoned(pending_dir())) return false;
+    bool any = false;
+    for (const auto& dir : registered_stores(root_)) any = any || any_abandoned(dir / "pending");
+    if (!any && !any_abandoned(pending_dir())) return false;
     const TreeLock alone(root_, TreeAccess::exclusive);
     return restore_pending_locked();
 }
@@ -328,6 +364,7 @@ FixtureStore::Lease::Lease(FixtureStore& store, TreeAccess access) : store_(stor
     if (store.empty() && !fs::exists(store.lease_file())) return;  // no groups: nothing to hold
     store.restore_if_pending();
     lock_.emplace(store.root_, access);
+    register_store(store.root_, store.dir_);
     span_.token = new_run_token();
     span_.start_ns = wall_clock_ns();
     // The marker is locked before it is in place, so nobody ever sees it unheld while we run.
@@ -342,12 +379,18 @@ FixtureStore::Lease::Lease(FixtureStore& store, TreeAccess access) : store_(stor
 
 std::vector<FixtureChange> FixtureStore::Lease::restore() {
     if (!lock_) return {};
-    auto changed = store_.sync(false);
-    if (changed.empty()) return changed;
+    auto seen = store_.sync(false);
+    if (seen.empty()) return seen;
+    // Said before the shared lock is dropped to wait for the tree alone: whoever gets it
+    // first restores for us, rather than taking our changes for pristine.
+    span_.touched = true;
+    if (lock_->access() == TreeAccess::shared && ::pwrite(marker_fd_, "dirty\n", 6, 0) != 6)
+        throw Error("cannot mark " + marker_.string() + " dirty: " + std::strerror(errno));
     lock_->make_exclusive();
-    changed = store_.sync(true);
-    if (!changed.empty()) span_.touched = true;
-    return changed;
+    auto put_back = store_.sync(true);
+    if (::ftruncate(marker_fd_, 0) != 0)
+        throw Error("cannot clear " + marker_.string() + ": " + std::strerror(errno));
+    return put_back.empty() ? seen : put_back;  // empty: someone restored it while we waited
 }
 
 FixtureStore::Lease::~Lease() {

@@ -84,8 +84,13 @@ public:
     };
 
 private:
+    // The store of another build tree over the same ROOT, to complete a restore it owes.
+    FixtureStore(std::filesystem::path root, std::filesystem::path dir);
+
     // What differs from pristine; with `write`, puts it back (the tree held alone).
     std::vector<FixtureChange> sync(bool write);
+    // Completes every restore owed by a build tree over ROOT (the tree held alone); returns
+    // whether one was left by a killed run.
     bool restore_pending_locked();
     std::vector<GroupSnapshot> load_pristine() const;
     std::filesystem::path pristine_path(const std::string& relative) const { return dir_ / "pristine" / relative; }

@@ -1,5 +1,6 @@
 #include "shared_tree.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -54,6 +55,15 @@ RunSpan parse_span(const std::string& line) {
     return RunSpan{token->GetString(), start->GetInt64(), end->GetInt64(), touched->GetBool()};
 }
 
+// One write with O_APPEND: the line is whole or absent, whoever else appends.
+void append_line(const fs::path& file, const std::string& line) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd < 0) throw Error("cannot append to " + file.string() + ": " + std::strerror(errno));
+    const auto written = ::write(fd, line.data(), line.size());
+    ::close(fd);
+    if (written != static_cast<ssize_t>(line.size())) throw Error("cannot append to " + file.string() + ": short write");
+}
+
 }  // namespace
 
 TreeLock::TreeLock(const fs::path& root, TreeAccess access) : file_(beside_lock(root, ".lock").string()), access_(access) {
@@ -92,15 +102,7 @@ std::int64_t wall_clock_ns() {
     return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-void log_span(const fs::path& root, const RunSpan& span) {
-    const auto file = beside_lock(root, ".spans");
-    const auto line = span_line(span);
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    if (fd < 0) throw Error("cannot append to " + file.string() + ": " + std::strerror(errno));
-    const auto written = ::write(fd, line.data(), line.size());  // one write: whole or absent
-    ::close(fd);
-    if (written != static_cast<ssize_t>(line.size())) throw Error("cannot append to " + file.string() + ": short write");
-}
+void log_span(const fs::path& root, const RunSpan& span) { append_line(beside_lock(root, ".spans"), span_line(span)); }
 
 std::vector<RunSpan> read_spans(const fs::path& root) {
     std::vector<RunSpan> spans;
@@ -117,6 +119,31 @@ void prune_spans(const fs::path& root) {
     std::string kept;
     for (const auto& span : read_spans(root))
         if (!span.token.empty() && span.end_ns >= oldest) kept += span_line(span);
+    write_file_atomic(file, kept);
+}
+
+void register_store(const fs::path& root, const fs::path& store_dir) {
+    const auto dir = fs::absolute(store_dir).lexically_normal();
+    const auto known = registered_stores(root);
+    if (std::find(known.begin(), known.end(), dir) != known.end()) return;
+    append_line(beside_lock(root, ".stores"), dir.string() + "\n");
+}
+
+std::vector<fs::path> registered_stores(const fs::path& root) {
+    std::vector<fs::path> stores;
+    std::ifstream in(beside_lock(root, ".stores"), std::ios::binary);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty() && std::find(stores.begin(), stores.end(), fs::path(line)) == stores.end())
+            stores.emplace_back(line);
+    return stores;
+}
+
+void prune_stores(const fs::path& root) {
+    const auto file = beside_lock(root, ".stores");
+    if (!fs::exists(file)) return;
+    std::string kept;
+    for (const auto& store : registered_stores(root))
+        if (fs::is_directory(store)) kept += store.string() + "\n";
     write_file_atomic(file, kept);
 }
 

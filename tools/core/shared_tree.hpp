@@ -55,6 +55,13 @@ std::vector<RunSpan> read_spans(const std::filesystem::path& root);
 // Drops spans older than a day; only with the lock held exclusively.
 void prune_spans(const std::filesystem::path& root);
 
+// The fixture directories (one per build tree) that lease ROOT's groups, so that whoever holds
+// the tree alone can complete a restore that any of them owes. Register while holding the lock;
+// only an exclusive holder prunes (directories that are gone).
+void register_store(const std::filesystem::path& root, const std::filesystem::path& store_dir);
+std::vector<std::filesystem::path> registered_stores(const std::filesystem::path& root);
+void prune_stores(const std::filesystem::path& root);
+
 // Whether the run with `token` ran while another run changed the groups. A run without a
 // span (never leased, or killed before it logged one) overlapped nothing that is known.
 bool overlapped_a_change(const std::vector<RunSpan>& spans, const std::string& token);
