@@ -39,8 +39,9 @@ struct Project {
         fs::create_directories((root / relative).parent_path());
         std::ofstream(root / relative, std::ios::binary) << text;
     }
-    std::string read(const std::string& relative) const {
-        std::ifstream in(root / relative, std::ios::binary);
+    std::string read(const std::string& relative) const { return slurp(root / relative); }
+    static std::string slurp(const fs::path& file) {
+        std::ifstream in(file, std::ios::binary);
         std::stringstream text;
         text << in.rdbuf();
         return text.str();
@@ -289,9 +290,14 @@ TEST_CASE("a run of one build tree killed before its restore is completed by the
     int status = 0;
     ::waitpid(child, &status, 0);
     FixtureStore beside(other_build_tree(p));
-    CHECK(beside.restore_if_pending());
+    const auto interrupted = beside.restore_if_pending();
+    CHECK(interrupted.completed);
     CHECK(p.read("config/x.ini") == "pristine\n");
     CHECK_FALSE(fs::exists(p.root / "config/new.ini"));
+    // What it put back or removed is kept in the build tree that restored: nothing is lost.
+    REQUIRE(interrupted.kept.string().rfind((p.top / "other-build").string(), 0) == 0);
+    CHECK(Project::slurp(interrupted.kept / "config/x.ini") == "polluted by a run that was killed\n");
+    CHECK(Project::slurp(interrupted.kept / "config/new.ini") == "added by it\n");
     CHECK_FALSE(FixtureStore(p.suite).restore_if_pending());  // handled once
     beside.snapshot();
     p.write("config/x.ini", "polluted later\n");

@@ -242,7 +242,20 @@ void FixtureStore::snapshot() {
     save_stamps(stamps_file(), root_, snapshots);
 }
 
-std::vector<FixtureChange> FixtureStore::sync(bool write) {
+namespace {
+
+// A copy of `relative` (a file or a link, never followed) under `keep`, before it is replaced.
+void keep_copy(const fs::path& root, const std::string& relative, const fs::path& keep) {
+    std::error_code ec;
+    const auto status = fs::symlink_status(root / relative, ec);
+    if (!fs::is_regular_file(status) && !fs::is_symlink(status)) return;
+    fs::create_directories((keep / relative).parent_path());
+    fs::copy(root / relative, keep / relative, fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+std::vector<FixtureChange> FixtureStore::sync(bool write, const fs::path& keep) {
     std::vector<FixtureChange> changed;
     if (!fs::exists(lease_file())) return changed;  // never snapshotted: nothing can be dirty
     const auto stamps = load_stamps(stamps_file());
@@ -255,11 +268,13 @@ std::vector<FixtureChange> FixtureStore::sync(bool write) {
             if (auto stamp = stamp_of(root_ / f.path); stamp && stamps.unchanged(f.path, *stamp)) continue;
             auto now = file_state(root_ / f.path);
             if (now && now->identity == f.state.identity && now->mode == f.state.mode) continue;
+            if (write && !keep.empty()) keep_copy(root_, f.path, keep);
             if (write) put_back(root_, pristine_path(f.path), f);
             changed.push_back({group.group.name, "restored " + f.path});
         }
         for (const auto& path : expand_glob(root_, group.glob)) {
             if (pristine.count(path) != 0) continue;
+            if (write && !keep.empty()) keep_copy(root_, path, keep);
             if (write) fs::remove(root_ / path);
             changed.push_back({group.group.name, "removed " + path});
         }
@@ -317,34 +332,36 @@ bool any_abandoned(const fs::path& dir) {
 // live run that is dirty waits for the tree: it restores itself, unless someone holding the
 // tree first (a snapshot of another build tree) does it for it: no snapshot ever takes a
 // run's changes for pristine.
-bool FixtureStore::restore_pending_locked() {
+InterruptedRestore FixtureStore::restore_pending_locked() {
     auto stores = registered_stores(root_);
     const auto own = fs::absolute(dir_).lexically_normal();
     if (std::find(stores.begin(), stores.end(), own) == stores.end()) stores.push_back(own);
-    bool abandoned = false;
+    InterruptedRestore interrupted;
     for (const auto& dir : stores) {
-        bool owed = false;
+        bool dirty = false, abandoned = false;
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(dir / "pending", ec)) {
             const auto state = claim_marker(entry.path());
+            dirty = dirty || state == Marker::dirty;
             abandoned = abandoned || state == Marker::abandoned;
-            owed = owed || state == Marker::abandoned || state == Marker::dirty;
         }
-        if (!owed) continue;
-        if (dir == own) {
-            sync(true);
-        } else {
-            FixtureStore(root_, dir).sync(true);
-        }
+        if (!dirty && !abandoned) continue;
+        // A live run's changes are its tests': nothing to keep. A killed run's may be old.
+        const auto keep = abandoned ? dir_ / "interrupted" / std::to_string(wall_clock_ns()) : fs::path();
+        FixtureStore other(root_, dir);
+        const auto changed = (dir == own ? *this : other).sync(true, keep);
+        if (!abandoned) continue;
+        interrupted.completed = true;
+        if (!changed.empty() && fs::exists(keep)) interrupted.kept = keep;
     }
-    return abandoned;
+    return interrupted;
 }
 
-bool FixtureStore::restore_if_pending() {
+InterruptedRestore FixtureStore::restore_if_pending() {
     // Checked without the tree lock first: runs going side by side must not wait for it.
     bool any = false;
     for (const auto& dir : registered_stores(root_)) any = any || any_abandoned(dir / "pending");
-    if (!any && !any_abandoned(pending_dir())) return false;
+    if (!any && !any_abandoned(pending_dir())) return {};
     const TreeLock alone(root_, TreeAccess::exclusive);
     return restore_pending_locked();
 }

@@ -35,6 +35,15 @@ struct FixtureChange {
     std::string what;
 };
 
+// What completing the restore of a killed run did. Its files are put back or removed (the
+// run is gone, nobody else would), but what they held is kept in the build tree: a user may
+// have edited them since.
+struct InterruptedRestore {
+    bool completed = false;
+    std::filesystem::path kept;  // empty: the groups were already as pristine
+    explicit operator bool() const { return completed; }
+};
+
 class FixtureStore {
 public:
     // Parses the suite's fixture manifest (none: a store without groups).
@@ -51,7 +60,7 @@ public:
     // ("restored x", "removed y").
     std::vector<std::string> restore();
     // Runs killed mid-run left their marker: restores before anything reads the fixtures.
-    bool restore_if_pending();
+    InterruptedRestore restore_if_pending();
 
     // How the runs of this receipt hold the groups: side by side, unless a test declares
     // writes or a run of this invocation already changed them.
@@ -87,11 +96,11 @@ private:
     // The store of another build tree over the same ROOT, to complete a restore it owes.
     FixtureStore(std::filesystem::path root, std::filesystem::path dir);
 
-    // What differs from pristine; with `write`, puts it back (the tree held alone).
-    std::vector<FixtureChange> sync(bool write);
-    // Completes every restore owed by a build tree over ROOT (the tree held alone); returns
-    // whether one was left by a killed run.
-    bool restore_pending_locked();
+    // What differs from pristine; with `write`, puts it back (the tree held alone), keeping
+    // what it replaces or removes under `keep` when there is one.
+    std::vector<FixtureChange> sync(bool write, const std::filesystem::path& keep = {});
+    // Completes every restore owed by a build tree over ROOT (the tree held alone).
+    InterruptedRestore restore_pending_locked();
     std::vector<GroupSnapshot> load_pristine() const;
     std::filesystem::path pristine_path(const std::string& relative) const { return dir_ / "pristine" / relative; }
     std::filesystem::path pending_dir() const { return dir_ / "pending"; }

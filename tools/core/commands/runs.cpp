@@ -31,7 +31,11 @@ int cmd_fixtures(const Args& args) {
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
     FixtureStore store(suite);
-    if (store.restore_if_pending()) std::cout << "evgate: restored fixture groups left dirty by an interrupted run\n";
+    if (const auto interrupted = store.restore_if_pending()) {
+        std::cout << "evgate: restored fixture groups left dirty by an interrupted run";
+        if (!interrupted.kept.empty()) std::cout << " (what it left is kept in " << interrupted.kept.string() << ")";
+        std::cout << "\n";
+    }
     store.snapshot();
     std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
     return 0;
