@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -555,6 +556,11 @@ def test_kill_9_mid_run_then_rerun(project):
         fixtures_step = step_output(project.build, f"{SUITE}.fixtures") or ""
         assert "restored fixture groups left dirty by an interrupted run" in fixtures_step, \
             f"the pending restore must be completed first and said so:\n{fixtures_step}"
+        # The last kill came while a test had rewritten the group: what it left is kept, not lost.
+        kept = re.search(r"what it left is kept in (\S+)\)", fixtures_step)
+        assert kept, f"the fixtures step must say where the killed run's files are kept:\n{fixtures_step}"
+        assert Path(kept.group(1)).is_relative_to(project.evidence_dir()), kept.group(1)
+        assert (Path(kept.group(1)) / "data" / "state.txt").read_text().startswith("written by test"), kept.group(1)
         ledger = project.ledger()
         assert set(ledger.verdicts().values()) == {("stable", "pass")} and len(ledger.tests) == count, str(ledger)
         corrupt, torn = record_damage(project.evidence_dir() / "runs")

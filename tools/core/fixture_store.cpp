@@ -348,8 +348,7 @@ InterruptedRestore FixtureStore::restore_pending_locked() {
         if (!dirty && !abandoned) continue;
         // A live run's changes are its tests': nothing to keep. A killed run's may be old.
         const auto keep = abandoned ? dir_ / "interrupted" / std::to_string(wall_clock_ns()) : fs::path();
-        FixtureStore other(root_, dir);
-        const auto changed = (dir == own ? *this : other).sync(true, keep);
+        const auto changed = dir == own ? sync(true, keep) : FixtureStore(root_, dir).sync(true, keep);
         if (!abandoned) continue;
         interrupted.completed = true;
         if (!changed.empty() && fs::exists(keep)) interrupted.kept = keep;
