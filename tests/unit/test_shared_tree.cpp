@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "shared_tree.hpp"
 
@@ -17,4 +18,22 @@ TEST_CASE("a run overlapped a change when another touching run's span crosses it
     CHECK_FALSE(overlapped_a_change(spans, "beside"));  // its own change is not a contamination
     CHECK_FALSE(overlapped_a_change(spans, "never-logged"));
     CHECK_FALSE(overlapped_a_change(spans, ""));
+}
+
+TEST_CASE("the build trees over a ROOT are registered once each, and pruned when gone", "[tree]") {
+    namespace fs = std::filesystem;
+    const auto top = fs::temp_directory_path() / ("evgate-tree-" + new_run_token());
+    const auto root = top / "src", a = top / "a" / "fixtures", b = top / "b" / "fixtures";
+    fs::create_directories(root), fs::create_directories(a), fs::create_directories(b);
+    register_store(root, a);
+    register_store(root, b);
+    register_store(root, a / "." );  // the same directory, spelled otherwise
+    CHECK(registered_stores(root) == std::vector<fs::path>{a, b});
+    fs::remove_all(top / "b");
+    prune_stores(root);
+    CHECK(registered_stores(root) == std::vector<fs::path>{a});
+    CHECK(registered_stores(top / "elsewhere").empty());  // another ROOT has its own registry
+    fs::remove_all(top);
+    prune_stores(root);
+    CHECK(registered_stores(root).empty());
 }

@@ -334,7 +334,7 @@ bool any_abandoned(const fs::path& dir) {
 // run's changes for pristine.
 InterruptedRestore FixtureStore::restore_pending_locked() {
     auto stores = registered_stores(root_);
-    const auto own = fs::absolute(dir_).lexically_normal();
+    const auto own = registry_path(dir_);
     if (std::find(stores.begin(), stores.end(), own) == stores.end()) stores.push_back(own);
     InterruptedRestore interrupted;
     for (const auto& dir : stores) {

@@ -122,8 +122,13 @@ void prune_spans(const fs::path& root) {
     write_file_atomic(file, kept);
 }
 
+fs::path registry_path(const fs::path& store_dir) {
+    auto dir = fs::weakly_canonical(fs::absolute(store_dir));
+    return dir.has_filename() ? dir : dir.parent_path();
+}
+
 void register_store(const fs::path& root, const fs::path& store_dir) {
-    const auto dir = fs::absolute(store_dir).lexically_normal();
+    const auto dir = registry_path(store_dir);
     const auto known = registered_stores(root);
     if (std::find(known.begin(), known.end(), dir) != known.end()) return;
     append_line(beside_lock(root, ".stores"), dir.string() + "\n");

@@ -59,6 +59,8 @@ void prune_spans(const std::filesystem::path& root);
 // the tree alone can complete a restore that any of them owes. Register while holding the lock;
 // only an exclusive holder prunes (directories that are gone).
 void register_store(const std::filesystem::path& root, const std::filesystem::path& store_dir);
+// How the registry spells a fixture directory: absolute, links resolved, no trailing '/'.
+std::filesystem::path registry_path(const std::filesystem::path& store_dir);
 std::vector<std::filesystem::path> registered_stores(const std::filesystem::path& root);
 void prune_stores(const std::filesystem::path& root);
 
