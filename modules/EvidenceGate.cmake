@@ -27,13 +27,34 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [TIMEOUT seconds]
                             [LABELS label...])
 
-  Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` (when there are
-  fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
+  Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` and ``<name>.restore``
+  (when there are fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
   ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.localise``, ``<name>.ledger``,
   ``<name>.gate`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
   ``${CMAKE_CURRENT_BINARY_DIR}/evidence/<name>/``; nothing is written to the source tree.
+  ``<name>.restore`` runs after every step that touches the fixture groups, whether they
+  passed or not, and completes the restore of a run whose step was killed (by its CTest
+  ``TIMEOUT``, say).
+
+  One ``ctest`` at a time per build tree: each step claims the evidence directory for the
+  ``ctest`` that runs it (its parent process, known by pid and start time); the steps of one
+  invocation share it, a second ``ctest`` started meanwhile fails its steps at once with
+  ``another ctest is running in this build tree (pid N)``. A claim whose ``ctest`` is gone
+  is taken over. ``evgate`` commands run by hand claim nothing.
+
+  Every pytest process runs in a sandbox: a ``HOME`` and ``TMPDIR`` of its own below
+  ``evidence/<name>/sandbox/<run>/``, empty when its run starts, so runs that go side by side
+  never meet there and the user's home is never written. A test that needs something in the
+  home directory (``~/.myapp.ini``) does not find it, where plain ``pytest`` would:
+  ``receipt.json`` records the sandbox (``sandbox``), and the ledger's ``WARN`` row ``sandbox``
+  names every test skipped in every run for a reason that points at the home or temp
+  directory. Give such a test what it needs (a fixture that writes it), or pin ``HOME`` with
+  ``ENVIRONMENT``.
+
+  Paths (ROOT, the build directory) may hold ``;``: the module escapes it wherever a CMake
+  list would split it.
 
   ``ROOT dir``
     The pytest project root: pytest always runs with ``--rootdir`` = ROOT and cwd = ROOT.
@@ -105,7 +126,17 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
-    its order runs in a fresh process. Default: 600.
+    its order runs in a fresh process. Default: 600. Every CTest step gets a CTest
+    ``TIMEOUT`` derived from it (T), so that a step that is stuck itself (a test that stops
+    ``evgate`` with ``SIGSTOP``) still ends: ``2T + 30`` for a step that runs at most one
+    pytest process (fixtures, manifest, receipt, restore, ledger, gate, baseline-update:
+    the process and a wait for another build tree's run over the same ROOT); ``3T + 30``
+    for a run (``seed.<k>``, ``perturbed``: the run, the rest of its order after a hang,
+    and that wait); ``(SEEDS + 2) x (RERUNS + 1) x T + 30`` for ``rerun`` (every run redone
+    alone and every order rerun, one after another); ``(10 x LOCALISE + 2) x T + 30`` for
+    ``localise`` (its whole budget of pytest runs); 60 s for the per-test entries, which
+    read one record. A step ended by its timeout fails; the steps that need it do not run,
+    so the gate is never PASS, and ``<name>.restore`` puts the fixture groups back.
 
   ``LABELS label...``
     Extra CTest labels. Default: none.
@@ -121,6 +152,12 @@ function(_evidence_gate_json_string out value)
   string(REPLACE "\r" "\\r" value "${value}")
   string(REPLACE "\t" "\\t" value "${value}")
   set(${out} "\"${value}\"" PARENT_SCOPE)
+endfunction()
+
+# `value` as one element of a CMake list: a ';' in a path must not split it.
+function(_evidence_gate_list_item out value)
+  string(REPLACE ";" "\\;" value "${value}")
+  set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
 function(_evidence_gate_json_list out)
@@ -226,18 +263,20 @@ function(_evidence_gate_discover_tests name suite_file evidence_dir)
 set(tool [==[$<TARGET_FILE:EvidenceGate::evgate>]==])
 if(NOT EXISTS \"\${tool}\")
   add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])
+  set_tests_properties([==[${name}_NOT_BUILT]==] PROPERTIES TIMEOUT 60)
   return()
 endif()
 execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--output=${entries}]==]
                 RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_VARIABLE output)
 if(failed)
   add_test([==[${name}.discover]==] [==[${CMAKE_COMMAND}]==] -E echo \"\${output}\")
-  set_tests_properties([==[${name}.discover]==] PROPERTIES WILL_FAIL TRUE LABELS [==[evidence;${name}]==])
+  set_tests_properties([==[${name}.discover]==] PROPERTIES WILL_FAIL TRUE LABELS [==[evidence;${name}]==] TIMEOUT 60)
 else()
   include([==[${entries}]==])
 endif()
 ")
-  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
+  _evidence_gate_list_item(include_item "${include_file}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_item}")
 endfunction()
 
 function(evidence_gate_add_suite name)
@@ -331,6 +370,7 @@ function(evidence_gate_add_suite name)
   set(bundles "")
   foreach(bundle IN LISTS arg_RUNNER_BUNDLES)
     _evidence_gate_existing_path(path RUNNER_BUNDLES "${bundle}" "${root}")
+    _evidence_gate_list_item(path "${path}")
     list(APPEND bundles "${path}")
   endforeach()
   foreach(entry IN LISTS arg_ENVIRONMENT)
@@ -379,74 +419,96 @@ function(evidence_gate_add_suite name)
     "  \"timeout\": ${arg_TIMEOUT}\n"
     "}\n")
   configure_file("${draft}" "${suite_file}" COPYONLY)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fixtures} ${quarantine})
+  foreach(input IN ITEMS "${fixtures}" "${quarantine}")
+    if(input)
+      _evidence_gate_list_item(input "${input}")
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${input}")
+    endif()
+  endforeach()
   _evidence_gate_check_inputs("${suite_file}")
 
   # The CTest steps, tied by fixtures: manifest and receipt (and the fixture snapshot)
   # set up the seed runs, the runs set up the reruns, and the gate needs them all.
   set(tool "$<TARGET_FILE:EvidenceGate::evgate>")
-  set(suite_arg "--suite=${suite_file}")
+  set(suite_arg "--suite=${suite_file}")  # quoted wherever it is used: the path may hold ';'
   set(labels evidence ${name} ${arg_LABELS})
   string(SHA1 root_hash "${root}")
+  # CTest timeouts, for a step that is stuck itself (see TIMEOUT in the documentation above).
+  math(EXPR one_process_timeout "2 * ${arg_TIMEOUT} + 30")
+  math(EXPR run_timeout "3 * ${arg_TIMEOUT} + 30")
+  math(EXPR rerun_timeout "(${arg_SEEDS} + 2) * (${arg_RERUNS} + 1) * ${arg_TIMEOUT} + 30")
+  math(EXPR localise_timeout "(10 * ${arg_LOCALISE} + 2) * ${arg_TIMEOUT} + 30")
   # Seed runs share the fixture groups side by side (evgate locks them and runs again, alone,
   # whatever ran beside a run that changed them); the steps that mostly need them alone take
   # turns in CTest's schedule too.
   set(lock "evidence-gate-fixtures-${root_hash}")
   set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
+  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.baseline-update)
   if(fixtures)
-    add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures ${suite_arg})
+    add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures "${suite_arg}")
     set_tests_properties(${name}.fixtures PROPERTIES FIXTURES_SETUP ${name}.fixtures RESOURCE_LOCK ${lock})
     list(APPEND run_fixtures ${name}.fixtures)
     set(run_lock ${lock})
+    # After every step that touches the groups, passed or failed: a step killed mid-run (by its
+    # TIMEOUT) left a restore pending, and nothing after it in this invocation would complete it.
+    add_test(NAME ${name}.restore COMMAND ${tool} restore "${suite_arg}" --pending)
+    set_tests_properties(${name}.restore PROPERTIES FIXTURES_CLEANUP ${name}.fixtures)
+    list(APPEND one_process_steps ${name}.fixtures ${name}.restore)
   endif()
-  add_test(NAME ${name}.manifest COMMAND ${tool} manifest ${suite_arg})
+  add_test(NAME ${name}.manifest COMMAND ${tool} manifest "${suite_arg}")
   set_tests_properties(${name}.manifest PROPERTIES FIXTURES_SETUP ${name}.env)
-  add_test(NAME ${name}.receipt COMMAND ${tool} receipt ${suite_arg})
+  add_test(NAME ${name}.receipt COMMAND ${tool} receipt "${suite_arg}")
   set_tests_properties(${name}.receipt PROPERTIES FIXTURES_SETUP ${name}.receipt)
   if(fixtures)
     set_tests_properties(${name}.receipt PROPERTIES FIXTURES_REQUIRED ${name}.fixtures)
   endif()
   set(steps ${name}.manifest ${name}.receipt)
+  set(run_steps "")
   foreach(seed RANGE 0 ${arg_SEEDS})
-    add_test(NAME ${name}.seed.${seed} COMMAND ${tool} run ${suite_arg} --seed ${seed})
+    add_test(NAME ${name}.seed.${seed} COMMAND ${tool} run "${suite_arg}" --seed ${seed})
     set_tests_properties(${name}.seed.${seed} PROPERTIES SKIP_RETURN_CODE 77  # another shard's seed
       FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
-    list(APPEND steps ${name}.seed.${seed})
+    list(APPEND run_steps ${name}.seed.${seed})
   endforeach()
   if(arg_PERTURB)
-    add_test(NAME ${name}.perturbed COMMAND ${tool} perturbed ${suite_arg})
+    add_test(NAME ${name}.perturbed COMMAND ${tool} perturbed "${suite_arg}")
     set_tests_properties(${name}.perturbed PROPERTIES SKIP_RETURN_CODE 77
       FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
-    list(APPEND steps ${name}.perturbed)
+    list(APPEND run_steps ${name}.perturbed)
   endif()
-  add_test(NAME ${name}.rerun COMMAND ${tool} rerun ${suite_arg})
+  list(APPEND steps ${run_steps})
+  set_tests_properties(${run_steps} PROPERTIES TIMEOUT ${run_timeout})
+  add_test(NAME ${name}.rerun COMMAND ${tool} rerun "${suite_arg}")
   set_tests_properties(${name}.rerun PROPERTIES
-    FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}")
+    FIXTURES_REQUIRED "${run_fixtures};${name}.runs" FIXTURES_SETUP ${name}.reruns RESOURCE_LOCK "${run_lock}"
+    TIMEOUT ${rerun_timeout})
   # The ledger step builds the ledger and passes when it could; the gate and the per-test
   # entries read it, so they run (and show) even when rows block.
-  add_test(NAME ${name}.localise COMMAND ${tool} localise ${suite_arg})
+  add_test(NAME ${name}.localise COMMAND ${tool} localise "${suite_arg}")
   set_tests_properties(${name}.localise PROPERTIES
     FIXTURES_REQUIRED "${run_fixtures};${name}.runs;${name}.reruns" FIXTURES_SETUP ${name}.localised
-    RESOURCE_LOCK "${run_lock}")
-  add_test(NAME ${name}.ledger COMMAND ${tool} ledger ${suite_arg})
+    RESOURCE_LOCK "${run_lock}" TIMEOUT ${localise_timeout})
+  add_test(NAME ${name}.ledger COMMAND ${tool} ledger "${suite_arg}")
   set_tests_properties(${name}.ledger PROPERTIES
     FIXTURES_REQUIRED "${name}.env;${name}.receipt;${name}.runs;${name}.reruns;${name}.localised"
     FIXTURES_SETUP ${name}.ledger)
-  add_test(NAME ${name}.gate COMMAND ${tool} gate ${suite_arg} --from-ledger)
+  add_test(NAME ${name}.gate COMMAND ${tool} gate "${suite_arg}" --from-ledger)
+  _evidence_gate_list_item(attached_dir "${evidence_dir}")
   set_tests_properties(${name}.gate PROPERTIES FIXTURES_REQUIRED ${name}.ledger
-    ATTACHED_FILES "${evidence_dir}/ledger.jsonl;${evidence_dir}/report.html")
+    ATTACHED_FILES "${attached_dir}/ledger.jsonl;${attached_dir}/report.html")
   list(APPEND steps ${name}.rerun ${name}.localise ${name}.ledger ${name}.gate)
   if(arg_PER_TEST)
     _evidence_gate_discover_tests(${name} "${suite_file}" "${evidence_dir}")
   endif()
   if(fixtures)
-    list(APPEND steps ${name}.fixtures)
+    list(APPEND steps ${name}.fixtures ${name}.restore)
   endif()
   set_tests_properties(${steps} PROPERTIES LABELS "${labels}")
 
   # Writes into the source tree, so it runs only when asked: never part of `ctest -L evidence`.
-  add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline ${suite_arg} --when-requested)
+  add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline "${suite_arg}" --when-requested)
   set_tests_properties(${name}.baseline-update PROPERTIES
     LABELS "baseline-update" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
+  set_tests_properties(${one_process_steps} PROPERTIES TIMEOUT ${one_process_timeout})
 endfunction()

@@ -336,6 +336,9 @@ class CollectRecorder:
             "inifile_kind": config.inipath.name if config.inipath else None,
             "testpaths": list(config.getini("testpaths")),
             "addopts": list(config.getini("addopts")) + shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+            # The same by source: evgate says where an option that thins the run came from.
+            "addopts_ini": list(config.getini("addopts")),
+            "addopts_env": shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
             "args": list(config.args),
             "invocation_dir": str(config.invocation_params.dir),
             "conftests": loaded_conftests(config),

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <sstream>
 
 #include "gate.hpp"
@@ -218,4 +219,95 @@ TEST_CASE("the gate reads a ledger written with spaces too, and names file and l
     write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})" "\n{\"test\":");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":2: torn last line");
     CHECK_THROWS_WITH(read_gate_summary(dir.path / "absent.jsonl"), Catch::Contains("the ledger step writes it"));
+}
+
+TEST_CASE("node ids collected more than once block the collection row, naming them", "[gate]") {
+    auto input = input_for({"t.checks::a", "t.checks::b", "t.checks::a", "t.checks::a"});
+    const auto duplicates = duplicate_ids(input.receipt);
+    REQUIRE(duplicates.size() == 1);
+    CHECK(duplicates.front() == std::pair<std::string, int>("t.checks::a", 3));
+    const auto& row = row_of(receipt_rows(input), "collection");
+    CHECK(row.gate == "block");
+    CHECK_THAT(row.reason, Catch::Contains("'t.checks::a' (3 times)"));
+}
+
+TEST_CASE("options that thin the run warn; options under which no test is called block", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.receipt.thinning = {"-o python_functions=test_ok (PYTEST_ADDOPTS)"};
+    auto rows = receipt_rows(input);
+    CHECK(row_of(rows, "thinning").warning);
+    CHECK(row_of(rows, "thinning").gate == "pass");
+    CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-o python_functions=test_ok (PYTEST_ADDOPTS)"));
+    input.receipt.hollow = {"--setup-only (PYTEST_ARGS)"};
+    rows = receipt_rows(input);
+    CHECK(row_of(rows, "options").gate == "block");
+    CHECK_THAT(row_of(rows, "options").reason, Catch::Contains("--setup-only (PYTEST_ARGS)"));
+}
+
+TEST_CASE("quarantine entries for no collected test, or dated more than a year ahead, warn with file and line", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.quarantine_file = "/evidence/quarantine.jsonl";
+    input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}})};
+    input.quarantine = {{"t::gone", Date{2026, 7, 1}, "ana", "", 1},
+                        {"t::a", Date{2027, 6, 1}, "ana", "", 2},     // a year to the day: fine
+                        {"t::a", Date{2027, 6, 2}, "bob", "", 3},     // a day more
+                        {"t::also_gone", Date{2099, 1, 1}, "cy", "", 4}};
+    const auto rows = build_ledger(input);
+    const auto& gone = row_of(rows, "quarantine:evidence/quarantine.jsonl:1");
+    CHECK(gone.warning);
+    CHECK(gone.gate == "pass");
+    CHECK_THAT(gone.reason, Catch::Contains("'t::gone'") && Catch::Contains("matches no collected test"));
+    const auto& far = row_of(rows, "quarantine:evidence/quarantine.jsonl:3");
+    CHECK_THAT(far.reason, Catch::Contains("until 2027-06-02") && Catch::Contains("more than a year after today (2026-06-01)"));
+    const auto& both = row_of(rows, "quarantine:evidence/quarantine.jsonl:4");
+    CHECK_THAT(both.reason, Catch::Contains("matches no collected test") && Catch::Contains("more than a year"));
+    CHECK(std::none_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "quarantine:evidence/quarantine.jsonl:2"; }));
+    std::ostringstream out;
+    CHECK(print_gate(out, "s", rows, 1) == 0);
+}
+
+TEST_CASE("tests skipped in every run for a reason that points at the sandboxed home or temp dir warn", "[gate]") {
+    const std::vector<std::string> ids = {"t::ini", "t::tilde", "t::env", "t::platform", "t::sometimes", "t::tmp", "t::brew"};
+    auto input = input_for(ids);
+    input.home = "/home/ana";
+    input.receipt.sandbox_dir = "/b/evidence/s/sandbox";
+    input.receipt.sandboxed = {"HOME", "TMPDIR"};
+    RunMatrix runs;
+    for (const char* seed : {"seed.0", "seed.1"}) {
+        auto r = finished_run(seed, ids, {});
+        const auto skip = [&](const std::string& id, const std::string& message) {
+            r.records.results[id].outcome = "skipped";
+            r.records.results[id].message = message;
+        };
+        skip("t::ini", "/b/evidence/s/sandbox/" + std::string(seed) + "/home/.myapp.ini is absent");
+        skip("t::tilde", "needs ~/.config/app");
+        skip("t::env", "$HOME has no .netrc");
+        skip("t::platform", "not on this platform");
+        if (std::string(seed) == "seed.0") skip("t::sometimes", "needs ~/.config/app");
+        else r.records.results["t::sometimes"].outcome = "passed";
+        skip("t::tmp", "TMPDIR is not writable");
+        skip("t::brew", "HOMEBREW_PREFIX is not set");
+        runs.add(r);
+    }
+    input.runs = std::move(runs);
+    auto rows = build_ledger(input);
+    const auto& sandbox = row_of(rows, "sandbox");
+    CHECK(sandbox.warning);
+    CHECK(sandbox.gate == "pass");
+    CHECK(sandbox.suite_scope);
+    CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 4 test(s) skipped in every run"));
+    for (const char* named : {"t::ini", "t::tilde", "t::env", "t::tmp", "'/home/ana'"}) CHECK_THAT(sandbox.reason, Catch::Contains(named));
+    for (const char* unnamed : {"t::platform", "t::sometimes", "t::brew"}) CHECK_THAT(sandbox.reason, !Catch::Contains(unnamed));
+    // Suite rows come first: the sandbox row sits before the first test row.
+    const auto at = std::find_if(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; });
+    CHECK(std::all_of(rows.begin(), at, [](const LedgerRow& r) { return r.suite_scope; }));
+
+    // A suite that pins HOME with ENVIRONMENT: skips about the home directory are its own doing.
+    input.receipt.sandboxed = {"TMPDIR"};
+    rows = build_ledger(input);
+    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::StartsWith("warning: 2 test(s)") && Catch::Contains("t::tmp"));
+    input.receipt.sandboxed = {};
+    input.receipt.sandbox_dir = "/elsewhere";
+    rows = build_ledger(input);
+    CHECK(std::none_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; }));
 }

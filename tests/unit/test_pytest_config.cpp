@@ -54,3 +54,58 @@ TEST_CASE("thinning options are found in addopts, joined or separate", "[config]
           std::vector<std::string>{"-m not slow", "-k not_this", "--ignore-glob x*", "-p no:foo"});
     CHECK(thinning_options({"-q", "--tb=short"}).empty());
 }
+
+TEST_CASE("options are read as pytest reads them: joined, separate, with '=', combined short flags", "[config]") {
+    const auto options = pytest_options({"-qk", "expr", "-mslow", "-k=a or b", "--deselect=t::x", "--deselect", "t::y",
+                                         "-o", "python_files=x.py", "-opython_classes=C", "--override-ini=testpaths=t",
+                                         "--override-ini", "norecursedirs=n", "-vx", "--", "-k", "not_an_option"});
+    std::vector<std::string> text;
+    for (const auto& o : options) text.push_back(o.text());
+    CHECK(text == std::vector<std::string>{"-q", "-k expr", "-m slow", "-k a or b", "--deselect t::x", "--deselect t::y",
+                                           "-o python_files=x.py", "-o python_classes=C", "--override-ini testpaths=t",
+                                           "--override-ini norecursedirs=n", "-v", "-x"});
+    // A plugin's short option stops the reading of its word; its value is a positional.
+    CHECK(pytest_options({"-n", "4", "-k", "x"}).size() == 1);
+}
+
+TEST_CASE("every ini override that changes what is collected thins the run, in every form", "[config]") {
+    for (const char* key : {"python_files", "python_classes", "python_functions", "testpaths", "norecursedirs", "addopts",
+                            "filterwarnings"}) {
+        const std::string value = std::string(key) + "=v";
+        CAPTURE(key);
+        CHECK(thinning_options({"-o", value}) == std::vector<std::string>{"-o " + value});
+        CHECK(thinning_options({"-o" + value}) == std::vector<std::string>{"-o " + value});
+        CHECK(thinning_options({"-o=" + value}) == std::vector<std::string>{"-o " + value});
+        CHECK(thinning_options({"--override-ini=" + value}) == std::vector<std::string>{"--override-ini " + value});
+        CHECK(thinning_options({"--override-ini", value}) == std::vector<std::string>{"--override-ini " + value});
+        CHECK(thinning_options({"-qo", value}) == std::vector<std::string>{"-o " + value});
+    }
+    // Other keys do not: they change how a run looks, not what runs.
+    CHECK(thinning_options({"-o", "console_output_style=classic", "-o", "xfail_strict=true"}).empty());
+    CHECK(thinning_options({"-o", "xfail_strict=False"}) == std::vector<std::string>{"-o xfail_strict=False"});
+}
+
+TEST_CASE("options that drop conftest files, reroute collection, retry or ignore warnings thin the run", "[config]") {
+    CHECK(thinning_options({"--noconftest", "--confcutdir=sub", "--confcutdir", "other", "--pyargs"}) ==
+          std::vector<std::string>{"--noconftest", "--confcutdir sub", "--confcutdir other", "--pyargs"});
+    CHECK(thinning_options({"--reruns", "3", "--reruns=0"}) == std::vector<std::string>{"--reruns 3"});
+    CHECK(thinning_options({"-W", "ignore::DeprecationWarning", "-W", "error"}) ==
+          std::vector<std::string>{"-W ignore::DeprecationWarning"});
+    CHECK(thinning_options({"-pno:cacheprovider", "-p=no:x", "-p", "xdist"}) ==
+          std::vector<std::string>{"-p no:cacheprovider", "-p no:x"});
+    // Incomplete runs block already; these do not thin silently.
+    CHECK(thinning_options({"-x", "--maxfail=2", "--maxfail", "3", "--exitfirst", "-c", "other.ini"}).empty());
+    // A long option is never matched by a prefix: --ignorex is not --ignore.
+    CHECK(thinning_options({"--ignorex", "--deselected=x"}).empty());
+}
+
+TEST_CASE("options under which pytest calls no test are hollow, not thinning", "[config]") {
+    CHECK(hollow_options({"--setup-only", "--setup-plan", "--co", "--collect-only", "-k", "x"}) ==
+          std::vector<std::string>{"--setup-only", "--setup-plan", "--co", "--collect-only"});
+    CHECK(thinning_options({"--setup-only"}).empty());
+}
+
+TEST_CASE("-o in the ini file's addopts is dropped, as pytest ignores it there", "[config]") {
+    CHECK(thinning_options({"-o", "python_functions=test_ok", "-m", "fast"}, false) == std::vector<std::string>{"-m fast"});
+    CHECK(thinning_options({"--override-ini=python_functions=test_ok"}, false).empty());
+}

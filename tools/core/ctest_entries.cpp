@@ -56,7 +56,8 @@ std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::strin
     std::map<std::string, int> seen;
     const std::string properties = " PROPERTIES FIXTURES_REQUIRED " + bracket(suite.name + ".ledger") +
                                    " LABELS " + bracket("evidence;" + suite.name + ";evidence-test") +
-                                   " FAIL_REGULAR_EXPRESSION [[^block:]] SKIP_REGULAR_EXPRESSION [[^skipped:]])\n";
+                                   " FAIL_REGULAR_EXPRESSION [[^block:]] SKIP_REGULAR_EXPRESSION [[^skipped:]]"
+                                   " TIMEOUT 60)\n";  // it reads one record: a bound for a stuck one (EvidenceGate.cmake)
     const std::string command = bracket(verdict_tool) + " " + bracket(verdict_store_file(suite).string()) + " ";
     for (const auto& id : ids) {
         std::string name = ctest_name(suite.name, id);

@@ -139,7 +139,12 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
         rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
     }
     if (!receipt.thinning.empty())
-        rows.push_back(warning_row("thinning", "addopts thin the run: " + list_some(receipt.thinning) + " (a baseline catches what they drop)"));
+        rows.push_back(warning_row("thinning", "options thin the run: " + list_some(receipt.thinning, 10) +
+                                                   " (a baseline catches what they drop)"));
+    // A run under these calls no test, yet pytest reports setup and teardown as passed.
+    if (!receipt.hollow.empty())
+        rows.push_back(suite_row("options", "missing", "pytest reports the tests without running them under " +
+                                                           list_some(receipt.hollow, 10) + ": remove the option"));
     return rows;
 }
 
@@ -169,9 +174,14 @@ LedgerRow baseline_row(const GateInput& input) {
 std::vector<LedgerRow> collection_rows(const GateInput& input) {
     std::vector<LedgerRow> rows = workspace_rows(input);
     const auto& receipt = input.receipt;
-    if (!receipt.errors.empty()) {
-        rows.push_back(suite_row("collection", "missing",
-                                 std::to_string(receipt.errors.size()) + " collection error(s): " + receipt.errors.front()));
+    std::vector<std::string> broken;  // what makes the collection unusable
+    if (!receipt.errors.empty())
+        broken.push_back(std::to_string(receipt.errors.size()) + " collection error(s): " + receipt.errors.front());
+    if (const auto duplicates = duplicate_ids(receipt); !duplicates.empty())
+        broken.push_back(std::to_string(duplicates.size()) + " node id(s) collected more than once: " +
+                         describe_duplicates(duplicates));
+    if (!broken.empty()) {
+        rows.push_back(suite_row("collection", "missing", broken.size() == 1 ? broken[0] : broken[0] + "; " + broken[1]));
     } else if (receipt.tests.empty()) {
         rows.push_back(suite_row("collection", "missing", "no tests collected"));
     } else {
@@ -179,6 +189,98 @@ std::vector<LedgerRow> collection_rows(const GateInput& input) {
     }
     if (!input.baseline_file.empty()) rows.push_back(baseline_row(input));
     return rows;
+}
+
+// Quarantine entries that defer nothing this suite collects (a renamed or removed test, a
+// typo), and entries dated more than a year ahead: a quarantine is a dated promise.
+std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    if (input.quarantine.empty()) return rows;
+    std::unordered_set<std::string> collected;
+    for (const auto& t : input.receipt.tests) collected.insert(t.id);
+    const Date horizon{input.today.year + 1, input.today.month, input.today.day};
+    std::string file = input.quarantine_file.empty() ? "quarantine" : input.quarantine_file;
+    if (const auto below = std::filesystem::path(file).lexically_relative(input.root);  // as the user names it
+        !below.empty() && *below.begin() != "..")
+        file = below.generic_string();
+    for (const auto& entry : input.quarantine) {
+        std::string notes;
+        if (!collected.count(entry.test))
+            notes += "matches no collected test (renamed, removed, or a typo?), so it defers nothing";
+        if (entry.until > horizon)
+            notes += std::string(notes.empty() ? "" : ", and ") + "is dated more than a year after today (" +
+                     to_string(input.today) + "): a quarantine is a dated promise, not a standing exception";
+        if (notes.empty()) continue;
+        rows.push_back(warning_row("quarantine:" + file + ":" + std::to_string(entry.line),
+                                   "the entry for '" + entry.test + "' (until " + to_string(entry.until) + ", owner " +
+                                       entry.owner + ") " + notes));
+    }
+    return rows;
+}
+
+// Does a skip reason point at what the sandbox replaced: the home directory (~, HOME, the
+// user's real home), the temp dir (TMPDIR, the user's real one), or the sandbox itself?
+bool names_sandboxed_place(const std::string& message, const GateInput& input) {
+    const auto& sandboxed = input.receipt.sandboxed;
+    const bool all = input.receipt.sandbox_dir.empty() && sandboxed.empty();  // a receipt that does not say: both
+    const auto fresh = [&](const char* variable) {
+        return all || std::find(sandboxed.begin(), sandboxed.end(), variable) != sandboxed.end();
+    };
+    const auto word = [&](const std::string& w) {  // `w` not inside a longer name (HOMEBREW)
+        const auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        for (auto at = message.find(w); at != std::string::npos; at = message.find(w, at + 1)) {
+            const bool before = at > 0 && name_char(message[at - 1]);
+            const bool after = at + w.size() < message.size() && name_char(message[at + w.size()]);
+            if (!before && !after) return true;
+        }
+        return false;
+    };
+    const auto has = [&](const std::string& text) { return !text.empty() && message.find(text) != std::string::npos; };
+    std::string lower = message;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!input.receipt.sandbox_dir.empty() && has(input.receipt.sandbox_dir)) return true;
+    if (fresh("HOME")) {
+        if (word("HOME") || has("~/") || message == "~" || has(" ~ ") ||
+            (input.home.size() > 1 && has(input.home)))
+            return true;
+        for (const char* phrase : {"home dir", "home folder", "expanduser", "path.home"})
+            if (lower.find(phrase) != std::string::npos) return true;
+    }
+    if (fresh("TMPDIR")) {
+        if (word("TMPDIR") || (input.tmpdir.size() > 1 && input.tmpdir != "/tmp" && has(input.tmpdir))) return true;
+        for (const char* phrase : {"temp dir", "tmp dir", "temporary dir", "gettempdir"})
+            if (lower.find(phrase) != std::string::npos) return true;
+    }
+    return false;
+}
+
+// Tests skipped in every run on this machine (each run with its own empty HOME and TMPDIR)
+// for a reason that points at the home or temp dir: plain pytest, with the user's own, may
+// run them. Skips for other reasons (platform, missing module) are no news: they pass quietly.
+std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<std::string> tests;
+    for (auto i = first; i < rows.size(); ++i) {
+        if (rows[i].verdict != "skipped") continue;
+        bool everywhere = true, pointed = false;
+        std::string reason;
+        for (const auto& a : input.runs.attempts(rows[i].test)) {
+            if (a.column == Column::runner) continue;  // another machine's home: not our sandbox
+            everywhere = everywhere && outcome_class(a.outcome) == "skip";
+            if (!pointed && names_sandboxed_place(a.message, input)) {
+                pointed = true;
+                reason = a.message;
+            }
+        }
+        if (everywhere && pointed) tests.push_back(rows[i].test + " ('" + reason + "')");
+    }
+    if (tests.empty()) return std::nullopt;
+    const auto dir = input.receipt.sandbox_dir.empty() ? std::string("the evidence directory") : "'" + input.receipt.sandbox_dir + "'";
+    return warning_row("sandbox", std::to_string(tests.size()) + " test(s) skipped in every run for a reason that points at "
+                                  "the home or temp dir, which every run gets fresh and empty (below " + dir + "): " +
+                                  list_some(tests) + "; plain pytest runs them with your own HOME" +
+                                  (input.home.empty() ? "" : " ('" + input.home + "')") +
+                                  " and TMPDIR, where they may run, and pass or fail: give the test what it needs "
+                                  "(a fixture that writes it), or pin HOME with ENVIRONMENT");
 }
 
 }  // namespace
@@ -449,7 +551,7 @@ std::vector<LedgerRow> receipt_rows(const GateInput& input) { return collection_
 
 std::vector<LedgerRow> build_ledger(const GateInput& input) {
     std::vector<LedgerRow> rows = collection_rows(input);
-    for (auto* more : {&run_rows, &runner_rows}) {
+    for (auto* more : {&quarantine_rows, &run_rows, &runner_rows}) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }
@@ -466,6 +568,7 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
         else build();
     }
     for (auto& other : others) other.get();
+    if (auto sandbox = sandbox_row(input, rows, first)) rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(first), std::move(*sandbox));
     return rows;
 }
 

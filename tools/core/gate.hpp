@@ -30,6 +30,7 @@ struct GateInput {
     RunMatrix runs;
     std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
     std::vector<QuarantineEntry> quarantine;
+    std::string quarantine_file;  // the configured QUARANTINE: rows name its lines
     std::optional<Baseline> baseline;
     std::string baseline_file;  // configured (it may not exist yet)
     std::int64_t baseline_tolerance = 0;  // tests the collection may drop below the baseline
@@ -42,6 +43,7 @@ struct GateInput {
     std::vector<std::pair<std::string, std::string>> shard_notes;     // shard dir -> how the merge took it
     std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
     std::filesystem::path suite_file;
+    std::string home, tmpdir;  // the user's own HOME and TMPDIR (not the runs'): what a skip reason may name
     Date today;
 };
 

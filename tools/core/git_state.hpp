@@ -1,5 +1,7 @@
-// The git state of ROOT for the receipt: HEAD, branch and the dirty list, read without
-// taking git's optional locks (so nothing under .git is rewritten).
+// The git state of ROOT's work tree for the receipt: HEAD, branch, the dirty list and a digest
+// of what the uncommitted files hold, read without taking git's optional locks (so nothing
+// under .git is rewritten). Two receipts with the same HEAD, dirty list and digest were taken
+// over the same sources: what a merge job checks of every shard.
 #pragma once
 
 #include <filesystem>
@@ -12,10 +14,23 @@ namespace evgate {
 struct GitState {
     std::string head;
     std::string branch;  // empty on a detached HEAD
-    std::vector<std::string> dirty;  // `git status --porcelain` lines
+    // `git status --porcelain` lines ("XY path") of the whole work tree, untracked files included
+    // (a wholly untracked directory as "?? dir/").
+    std::vector<std::string> dirty;
+    // "sha256:<hex>" over the path, mode and content (or absence) of every dirty file and every
+    // untracked file that is not ignored, directories walked. Build trees (a CMakeCache.txt),
+    // hidden directories, __pycache__ and virtual environments are left out: they change with
+    // every build and run, not with the sources.
+    std::string digest;
 };
 
 // nullopt when ROOT is not in a git work tree (or git is not installed).
 std::optional<GitState> read_git_state(const std::filesystem::path& root, const std::filesystem::path& scratch);
+
+// The paths of `dirty` lines ("XY path" -> "path").
+std::vector<std::string> dirty_paths(const std::vector<std::string>& dirty);
+
+// The digest of `files` (paths relative to `top`), as read_git_state computes it.
+std::string worktree_digest(const std::filesystem::path& top, const std::vector<std::string>& files);
 
 }  // namespace evgate

@@ -22,7 +22,32 @@ std::optional<std::filesystem::path> expected_config(const std::filesystem::path
 // directories, __pycache__, virtual environments and CMake build trees are not searched.
 std::vector<std::string> stray_configs(const std::filesystem::path& root);
 
-// The addopts that thin a run: -k, -m, --deselect, --ignore, --ignore-glob, -p no:...
-std::vector<std::string> thinning_options(const std::vector<std::string>& addopts);
+// One option in a pytest argument list, read the way pytest's own parser (argparse, no
+// abbreviations) reads it: `-kx`, `-k x`, `-k=x`, `-qk x`, `--deselect=x`, `--deselect x`.
+struct PytestOption {
+    std::string name;   // as written: "-o", "--override-ini"
+    std::string value;  // "" for a flag
+    std::string text() const { return value.empty() ? name : name + " " + value; }
+};
+
+// The options in `args` that pytest knows (plugin options it does not know are skipped,
+// their values read as positionals). `overrides_apply` false: `-o`/`--override-ini` are
+// dropped, as pytest drops them from the ini file's addopts (read after the overrides).
+std::vector<PytestOption> pytest_options(const std::vector<std::string>& args, bool overrides_apply = true);
+
+// What an option does to the evidence of a run.
+enum class OptionEffect {
+    none,
+    thins,  // fewer tests collected or run, or failures turned into passes: -k, -m, --deselect,
+            // --ignore, --ignore-glob, -p no:..., --noconftest, --confcutdir, --pyargs,
+            // -o python_files/python_classes/python_functions/testpaths/norecursedirs/addopts/
+            // filterwarnings=..., -o xfail_strict=false, -W ignore..., --reruns
+    hollow,  // tests reported without being called: --setup-only, --setup-plan, --collect-only
+};
+OptionEffect option_effect(const PytestOption& option);
+
+// The options in `args` with that effect, as text ("-m not slow", "-o python_functions=test_ok").
+std::vector<std::string> thinning_options(const std::vector<std::string>& args, bool overrides_apply = true);
+std::vector<std::string> hollow_options(const std::vector<std::string>& args, bool overrides_apply = true);
 
 }  // namespace evgate

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <regex>
 
 #include "error.hpp"
+#include "git_state.hpp"
 #include "json_io.hpp"
 #include "run_records.hpp"
 #include "seed_runner.hpp"
@@ -29,6 +31,30 @@ std::string rebind(const fs::path& records, const std::string& receipt_id) {
     std::string text = read_file(records);
     const std::regex finished(R"re("event":"finished"(.*)"receipt":"[0-9a-f]*")re");
     return std::regex_replace(text, finished, "\"event\":\"finished\"$1\"receipt\":\"" + receipt_id + "\"");
+}
+
+// Files in `a` and not in `b`, quoted, a few of them.
+std::string only_in(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::vector<std::string> only;
+    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only));
+    std::string text;
+    for (std::size_t i = 0; i < only.size() && i < 5; ++i) text += (i ? ", " : "") + quote(only[i]);
+    if (only.size() > 5) text += " and " + std::to_string(only.size() - 5) + " more";
+    return text.empty() ? "none" : text;
+}
+
+// The same commit is not the same sources: an uncommitted edit between the shard's run and
+// the merge changes what was tested. "" when the uncommitted files and their content agree.
+std::string worktree_difference(const Receipt& theirs, const Receipt& ours) {
+    const auto there = dirty_paths(theirs.git_dirty), here = dirty_paths(ours.git_dirty);
+    if (there != here)
+        return "the shard ran over other uncommitted changes: dirty only there: " + only_in(there, here) +
+               "; dirty only here: " + only_in(here, there);
+    if (theirs.git_digest != ours.git_digest)
+        return "the shard ran over other content in the uncommitted files (" + only_in(here, {}) +
+               "): digest " + (theirs.git_digest.empty() ? "(none recorded)" : theirs.git_digest) + " there, " +
+               (ours.git_digest.empty() ? "(none recorded)" : ours.git_digest) + " here";
+    return "";
 }
 
 }  // namespace
@@ -138,6 +164,8 @@ std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfi
         if (theirs.suite != suite.name) problems.emplace_back(name, "a shard of suite " + quote(theirs.suite) + ", not " + quote(suite.name));
         if (theirs.git_head != receipt.git_head)
             problems.emplace_back(name, "a shard of commit " + quote(theirs.git_head) + ", this job is at " + quote(receipt.git_head));
+        else if (auto differs = worktree_difference(theirs, receipt); !differs.empty())
+            problems.emplace_back(name, differs);
         if (ids(theirs) != ids(receipt)) problems.emplace_back(name, "the shard collected other tests than this job");
         if (!same_config(theirs.configfile ? std::optional(fs::path(*theirs.configfile).filename().string()) : std::nullopt,
                          receipt.configfile ? std::optional(fs::path(*receipt.configfile).filename().string()) : std::nullopt))

@@ -22,7 +22,8 @@ using Args = std::vector<std::string>;
 // Parses `args` strictly (no guessing of abbreviated option names); nullopt after --help.
 std::optional<boost::program_options::variables_map> parse(const char* name, const Args& args,
                                                            boost::program_options::options_description& options);
-// Options with the --suite every suite command takes, and the suite it names.
+// Options with the --suite every suite command takes, and the suite it names. A step that ctest
+// runs claims the suite's evidence directory for its ctest first (ctest_claim.hpp).
 boost::program_options::options_description suite_options(const char* caption);
 SuiteConfig suite_of(const boost::program_options::variables_map& vm);
 

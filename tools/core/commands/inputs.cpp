@@ -78,10 +78,22 @@ int cmd_baseline(const Args& args) {
 
 int cmd_restore(const Args& args) {
     auto options = suite_options("restore: bring the fixture groups back to their pristine content");
+    options.add_options()("pending", "only complete the restores that killed runs left pending, keeping what they "
+                                     "replace (the <name>.restore step, run by CTest after every other step)");
     auto vm = parse("restore", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
     FixtureStore store(suite);
+    if (vm->count("pending")) {
+        const auto interrupted = store.restore_if_pending();
+        std::cout << "evgate: " << suite.name << ": "
+                  << (interrupted ? "restored fixture groups left dirty by an interrupted run (a step killed by its CTest "
+                                    "TIMEOUT, or by hand)"
+                                  : "no restore pending");
+        if (!interrupted.kept.empty()) std::cout << "; what it left is kept in " << interrupted.kept.string();
+        std::cout << '\n';
+        return 0;
+    }
     const auto changed = store.restore();
     for (const auto& line : changed) std::cout << "evgate: " << line << '\n';
     std::cout << "evgate: " << suite.name << ": fixture groups are pristine\n";

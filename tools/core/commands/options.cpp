@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "ctest_claim.hpp"
+
 namespace po = boost::program_options;
 
 namespace evgate {
@@ -25,6 +27,10 @@ po::options_description suite_options(const char* caption) {
     return options;
 }
 
-SuiteConfig suite_of(const po::variables_map& vm) { return load_suite_config(vm["suite"].as<std::string>()); }
+SuiteConfig suite_of(const po::variables_map& vm) {
+    auto suite = load_suite_config(vm["suite"].as<std::string>());
+    claim_for_ctest(suite.evidence_dir);  // before anything in it is read or written
+    return suite;
+}
 
 }  // namespace evgate

@@ -58,6 +58,9 @@ int cmd_receipt(const Args& args) {
     const auto suite = suite_of(*vm);
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
+    // Nor its ledger and reports: when a step of this invocation is killed before the ledger
+    // step, an earlier verdict must not be left to be read as this one's.
+    for (const char* stale : {"ledger.jsonl", "report.html", "report.md", "junit.xml"}) fs::remove(suite.evidence_dir / stale);
     const auto receipt = take_receipt(suite);
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "date.hpp"
 #include "discover_cache.hpp"
 #include "error.hpp"
+#include "fixture_store.hpp"
 #include "json_io.hpp"
 #include "manifest_diff.hpp"
 #include "process.hpp"
@@ -31,6 +33,10 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
     input.receipt = std::move(receipt);
     input.root = suite.root.string();
     input.quarantine = load_quarantine(suite);
+    input.quarantine_file = suite.quarantine ? suite.quarantine->string() : "";
+    // The user's own (ctest's); pytest runs get their own below the evidence directory.
+    for (auto [variable, value] : {std::pair{"HOME", &input.home}, std::pair{"TMPDIR", &input.tmpdir}})
+        if (const char* set = std::getenv(variable)) *value = set;
     input.baseline = load_baseline(suite);
     input.baseline_file = suite.baseline ? suite.baseline->string() : "";
     input.baseline_tolerance = suite.baseline_tolerance;
@@ -162,6 +168,11 @@ int cmd_ledger(const Args& args) {
     auto vm = parse("ledger", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
+    // The runs are over: a restore a killed run left pending (its step was ended by its CTest
+    // TIMEOUT) is completed before anyone reads the fixtures again.
+    if (const auto interrupted = FixtureStore(suite).restore_if_pending())
+        std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run"
+                  << (interrupted.kept.empty() ? std::string() : " (what it left is kept in " + interrupted.kept.string() + ")") << '\n';
     std::size_t runs = 0;
     const auto rows = build_and_write(suite, *vm, runs);
     print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
