@@ -240,8 +240,7 @@ bool names_sandboxed_place(const std::string& message, const GateInput& input) {
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (!input.receipt.sandbox_dir.empty() && has(input.receipt.sandbox_dir)) return true;
     if (fresh("HOME")) {
-        if (word("HOME") || has("~/") || message == "~" || has(" ~ ") ||
-            (input.home.size() > 1 && has(input.home)))
+        if (word("HOME") || has("~/") || (input.home.size() > 1 && has(input.home)))
             return true;
         for (const char* phrase : {"home dir", "home folder", "expanduser", "path.home"})
             if (lower.find(phrase) != std::string::npos) return true;

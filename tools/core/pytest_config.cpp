@@ -166,9 +166,12 @@ OptionEffect option_effect(const PytestOption& option) {
     if (hollow.count(name)) return OptionEffect::hollow;
     if (name == "--reruns" && option.value == "0") return OptionEffect::none;
     if (thins.count(name)) return OptionEffect::thins;
-    if (name == "-p") return starts_with(option.value, "no:") ? OptionEffect::thins : OptionEffect::none;
-    if (name == "-W" || name == "--pythonwarnings")
-        return starts_with(option.value, "ignore") ? OptionEffect::thins : OptionEffect::none;
+    if (name == "-p") {
+        // evgate itself blocks these in every run: the same again thins nothing.
+        static const std::set<std::string> blocked_anyway = {"no:cacheprovider", "no:randomly", "no:random_order"};
+        return starts_with(option.value, "no:") && !blocked_anyway.count(option.value) ? OptionEffect::thins
+                                                                                       : OptionEffect::none;
+    }
     if (name == "-o" || name == "--override-ini") return override_effect(option.value);
     return OptionEffect::none;
 }
