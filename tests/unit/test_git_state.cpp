@@ -79,6 +79,26 @@ TEST_CASE("the digest changes with the content of dirty and untracked files, not
     CHECK(deleted.digest != before);
 }
 
+TEST_CASE("only what lies below ROOT counts", "[git]") {
+    Repo repo;
+    write(repo.root / "suite/tests/test_a.py", "def test_a(): pass\n");
+    repo.git("add -A");
+    repo.git("-c user.name=t -c user.email=t@t commit -q -m suite");
+    const auto suite = repo.root / "suite";
+    const auto clean = read_git_state(suite, repo.scratch);
+    REQUIRE(clean);
+    write(repo.root / "tracked.py", "x = 2\n");  // beside ROOT: another suite's, a README
+    write(repo.root / "other/new.py", "y\n");
+    const auto beside = read_git_state(suite, repo.scratch);
+    CHECK(beside->dirty.empty());
+    CHECK(beside->digest == clean->digest);
+    write(suite / "tests/test_a.py", "def test_a(): assert 0\n");
+    write(suite / "tests/new.py", "z\n");
+    const auto below = read_git_state(suite, repo.scratch);
+    CHECK(dirty_paths(below->dirty) == std::vector<std::string>{"suite/tests/new.py", "suite/tests/test_a.py"});
+    CHECK(below->digest != clean->digest);
+}
+
 TEST_CASE("reading the git state rewrites nothing under .git", "[git]") {
     Repo repo;
     write(repo.root / "tracked.py", "x = 2\n");

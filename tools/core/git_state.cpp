@@ -91,8 +91,9 @@ std::optional<GitState> read_git_state(const fs::path& root, const fs::path& scr
     state.branch = first_line(git(root, scratch, {"branch", "--show-current"}).value_or(""));
     const fs::path top = first_line(git(root, scratch, {"rev-parse", "--show-toplevel"}).value_or(root.string()));
     // -z: paths as they are, unquoted; --no-renames: one path an entry. Porcelain paths are
-    // relative to the top of the work tree, wherever git runs.
-    const auto status = git(root, scratch, {"status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal"});
+    // relative to the top of the work tree, wherever git runs; "-- ." keeps to ROOT.
+    const auto status =
+        git(root, scratch, {"status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal", "--", "."});
     std::vector<std::string> files;
     const std::string text = status.value_or("");
     for (std::size_t start = 0; start < text.size();) {

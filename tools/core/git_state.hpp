@@ -1,7 +1,9 @@
-// The git state of ROOT's work tree for the receipt: HEAD, branch, the dirty list and a digest
-// of what the uncommitted files hold, read without taking git's optional locks (so nothing
+// The git state of ROOT for the receipt: HEAD, branch, the dirty list and a digest of what the
+// uncommitted files below ROOT hold, read without taking git's optional locks (so nothing
 // under .git is rewritten). Two receipts with the same HEAD, dirty list and digest were taken
-// over the same sources: what a merge job checks of every shard.
+// over the same sources: what a merge job checks of every shard. Below ROOT only: in a
+// repository of several suites, another suite's runs change its own fixture files for a
+// moment, and a README edit is no new evidence.
 #pragma once
 
 #include <filesystem>
@@ -14,8 +16,8 @@ namespace evgate {
 struct GitState {
     std::string head;
     std::string branch;  // empty on a detached HEAD
-    // `git status --porcelain` lines ("XY path") of the whole work tree, untracked files included
-    // (a wholly untracked directory as "?? dir/").
+    // `git status --porcelain` lines ("XY path", the path from the top of the work tree) below
+    // ROOT, untracked files included (a wholly untracked directory as "?? dir/").
     std::vector<std::string> dirty;
     // "sha256:<hex>" over the path, mode and content (or absence) of every dirty file and every
     // untracked file that is not ignored, directories walked. Build trees (a CMakeCache.txt),
