@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <cstring>
 
 #include <sys/stat.h>
 
@@ -31,19 +32,24 @@ enum : std::size_t { suite, receipt_id, hostname, git };
 }
 
 
-// Where the run's time comes from: the ledger step's clock in junit.xml, else the receipt's
-// or the ledger's modification time (what a download may have reset: said in the output).
-void place_in_time(const fs::path& dir, RunPlace& place, bool has_receipt) {
-    if (auto stamp = junit_timestamp(dir / "junit.xml")) {
-        place.time = *stamp;
-        place.time_from = "junit.xml";
-    } else if (has_receipt) {
-        place.time = modified(dir / "receipt.json");
-        place.time_from = "receipt.json mtime";
-    } else {
-        place.time = modified(place.ledger);
-        place.time_from = "ledger.jsonl mtime";
-    }
+// A run's place as the ledger step copied it from the receipt into junit.xml, with its clock:
+// read from the file's first bytes, where the receipt lists every collected test.
+bool place_by_junit(const fs::path& dir, RunPlace& place) {
+    const auto head = read_junit_head(dir / "junit.xml");
+    if (!head || !head->timestamp) return false;
+    const auto property = [&](const char* name) {
+        const auto it = head->properties.find(name);
+        return it == head->properties.end() ? std::string() : it->second;
+    };
+    place.time = *head->timestamp;
+    place.time_from = "junit.xml";
+    if (property("receipt").empty()) return false;  // an older head: the receipt says the rest
+    place.suite = property("suite");
+    place.receipt = property("receipt");
+    place.commit = property("commit");
+    place.branch = property("branch");
+    place.host = head->hostname;
+    return true;
 }
 
 bool has_ledger(const fs::path& dir) {
@@ -62,16 +68,35 @@ std::vector<fs::path> subdirectories(const fs::path& dir) {
     return out;
 }
 
+// A ledger row's test, scope, verdict and gate. Unless the row is to be read whole, the parse
+// stops at the first member after test, verdict and gate: its reason and every attempt, most of
+// its bytes, are not needed (and not checked).
+class RowFields : public FieldCapture {
+public:
+    RowFields() : FieldCapture{"test", "scope", "verdict", "gate"} {}
+
+    bool whole = true;
+
+    bool Key(const char* text, rapidjson::SizeType length, bool copy) {
+        const auto& self = *this;
+        if (!whole && self[0].kind != JsonField::Kind::absent && self[2].kind != JsonField::Kind::absent &&
+            self[3].kind != JsonField::Kind::absent)
+            return false;
+        return FieldCapture::Key(text, length, copy);
+    }
+};
+
+// One ledger's bytes and rows; its memory goes from ledger to ledger.
 struct ParsedLedger {
     std::unique_ptr<std::string> text = std::make_unique<std::string>();  // the rows point into it: never moved
     std::vector<HistoryRow> rows;
     std::string error;
 };
 
-ParsedLedger parse_ledger(const fs::path& ledger) {
-    ParsedLedger parsed;
+ParsedLedger parse_ledger(const fs::path& ledger, ParsedLedger parsed) {
+    parsed.error.clear();
     try {
-        parsed.rows = read_history_rows(ledger, *parsed.text);
+        read_history_rows(ledger, *parsed.text, parsed.rows);
     } catch (const std::exception& e) {  // whatever it is, this input is left out and the others go on
         parsed.error = e.what();
     }
@@ -185,12 +210,15 @@ RunPlace place_run(const fs::path& input) {
     place.ledger = file ? input : dir / "ledger.jsonl";
     if (!fs::is_regular_file(place.ledger, ec)) throw Error("no ledger.jsonl in it");
     place.bare = !receipt;
-    if (receipt) {
-        read_receipt_place(dir / "receipt.json", place);
-        place_in_time(dir, place, true);
-    } else {
+    if (!receipt) {
         place.time = modified(place.ledger);
         place.time_from = "ledger.jsonl mtime";
+    } else if (!place_by_junit(dir, place)) {
+        read_receipt_place(dir / "receipt.json", place);
+        if (place.time_from.empty()) {  // no junit.xml with a time: the receipt's own, what a download may have reset
+            place.time = modified(dir / "receipt.json");
+            place.time_from = "receipt.json mtime";
+        }
     }
     return place;
 }
@@ -225,13 +253,29 @@ HistoryInputs expand_inputs(const std::vector<std::string>& arguments) {
     return inputs;
 }
 
-std::vector<HistoryRow> read_history_rows(const fs::path& ledger, std::string& text) {
+void read_history_rows(const fs::path& ledger, std::string& text, std::vector<HistoryRow>& rows) {
     const std::string source = ledger.string();
+    rows.clear();
     read_file(ledger, text);
+    // Where a row may have a scope: the token "scope" (in a JSON string it would read \"scope\"),
+    // found in one pass before the lines are parsed in place.
+    std::vector<std::size_t> scopes;
+    constexpr std::string_view token = "\"scope\"";
+    for (std::size_t from = 0;;) {
+        const auto* at = static_cast<const char*>(::memmem(text.data() + from, text.size() - from, token.data(), token.size()));
+        if (at == nullptr) break;
+        scopes.push_back(static_cast<std::size_t>(at - text.data()));
+        from = scopes.back() + token.size();
+    }
+    auto scope = scopes.begin();
     JsonlSaxReader reader(text, source);
-    FieldCapture f{"test", "scope", "verdict", "gate"};
-    std::vector<HistoryRow> rows;
-    while (reader.next(f)) {
+    RowFields f;
+    for (char* line = reader.next_text(); line != nullptr; line = reader.next_text()) {
+        const auto start = static_cast<std::size_t>(line - text.data());
+        while (scope != scopes.end() && *scope < start) ++scope;
+        f.whole = scope != scopes.end() && *scope < reader.position();
+        f.restart();  // the row before may have been stopped early
+        reader.parse_line(line, f);
         const Where where{source, reader.line()};
         if (!f.is_object()) throw InputError(source, reader.line(), "not a JSON object");
         HistoryRow row;
@@ -243,7 +287,6 @@ std::vector<HistoryRow> read_history_rows(const fs::path& ledger, std::string& t
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn last line (the file is cut short)");
     if (rows.empty()) throw InputError(source, 0, "holds no rows");
-    return rows;
 }
 
 std::uint32_t Track::runs() const {
@@ -285,10 +328,16 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
     entry.place = std::move(place);
     auto& suite = suites_[entry.suite];
     suite.runs.push_back(run);
+    std::vector<std::pair<bool, std::uint32_t>> order;
+    order.reserve(rows.size());
     for (const auto& row : rows) {
         auto& names = row.suite_scope ? suite.checks : suite.tests;
         auto& tracks = row.suite_scope ? suite.check_tracks : suite.test_tracks;
-        const auto index = names.intern(row.test);
+        const auto at = order.size();
+        const bool same = at < suite.last_rows.size() && suite.last_rows[at].first == row.suite_scope &&
+                          names.name(suite.last_rows[at].second) == row.test;
+        const auto index = same ? suite.last_rows[at].second : names.intern(row.test);
+        order.emplace_back(row.suite_scope, index);
         if (index == tracks.size()) tracks.emplace_back();
         auto& track = tracks[index];
         if (!track.stretches.empty() && track.stretches.back().to == run) continue;  // listed twice: the first row counts
@@ -302,6 +351,7 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
             entry.deferred += row.gate == "defer";
         }
     }
+    suite.last_rows = std::move(order);
     runs_.push_back(std::move(entry));
 }
 
@@ -327,16 +377,21 @@ History read_history(const std::vector<std::string>& arguments, const HistoryOpt
     });
     // Ledgers are parsed a few ahead, side by side, and added in time order as they come.
     std::deque<std::future<ParsedLedger>> ahead;
+    std::vector<ParsedLedger> spare;  // buffers of ledgers already added
     std::size_t launched = 0;
     for (std::size_t i = 0; i < places.size(); ++i) {
-        for (; launched < places.size() && launched < i + 2 * threads; ++launched)
-            ahead.push_back(std::async(std::launch::async, parse_ledger, places[launched].ledger));
+        for (; launched < places.size() && launched < i + 2 * threads; ++launched) {
+            ParsedLedger buffers;
+            if (!spare.empty()) buffers = std::move(spare.back()), spare.pop_back();
+            ahead.push_back(std::async(std::launch::async, parse_ledger, places[launched].ledger, std::move(buffers)));
+        }
         auto parsed = ahead.front().get();
         ahead.pop_front();
         if (parsed.error.empty())
             history.add(std::move(places[i]), parsed.rows);
         else
             history.leave_out(places[i].source, parsed.error);
+        spare.push_back(std::move(parsed));
     }
     return history;
 }

@@ -51,9 +51,10 @@ struct HistoryRow {
     bool suite_scope = false;
 };
 
-// Every row of a ledger, checked as the ledger promises (test, verdict and gate strings);
-// throws InputError naming file and line, also for a torn last line. The rows point into `text`.
-std::vector<HistoryRow> read_history_rows(const std::filesystem::path& ledger, std::string& text);
+// Every row of a ledger into `rows` (cleared first), its test, verdict and gate checked as the
+// ledger promises them (strings); throws InputError naming file and line, also for a torn last
+// line. The rows point into `text`; both keep their memory from one ledger to the next.
+void read_history_rows(const std::filesystem::path& ledger, std::string& text, std::vector<HistoryRow>& rows);
 
 // Consecutive runs of one test with the same verdict.
 struct Stretch {
@@ -87,6 +88,9 @@ struct SuiteHistory {
     Interner tests, checks;  // ids in first-seen order: the index of each one's track
     std::vector<Track> test_tracks, check_tracks;
     std::vector<std::uint32_t> runs;  // timeline indices, in time order
+    // The track of each row of the suite's last ledger, in its order: a ledger lists its rows in
+    // collection order, mostly the last one's, so a row is first compared with the one at its place.
+    std::vector<std::pair<bool, std::uint32_t>> last_rows;  // (suite scope, index)
 };
 
 class History {

@@ -5,6 +5,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include <tinyxml2.h>
+
 #include "json_io.hpp"
 #include "junit.hpp"
 #include "triage.hpp"
@@ -288,21 +290,35 @@ void write_junit(const std::filesystem::path& file, const std::vector<LedgerRow>
     out.commit();
 }
 
-std::optional<TimePoint> junit_timestamp(const std::filesystem::path& file) {
+std::optional<JUnitHead> read_junit_head(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return std::nullopt;
-    std::string head(4096, '\0');  // the declaration, <testsuites> and the <testsuite> start tag
+    std::string head(1 << 16, '\0');  // the declaration, <testsuites>, the <testsuite> tag and its properties
     in.read(&head[0], static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
-    const auto tag = head.find("<testsuite ");
-    if (tag == std::string::npos) return std::nullopt;
-    const auto end = head.find('>', tag);
-    const auto attribute = head.find(" timestamp=\"", tag);
-    if (end == std::string::npos || attribute == std::string::npos || attribute > end) return std::nullopt;
-    const auto value = attribute + 12;
-    const auto close = head.find('"', value);
-    if (close == std::string::npos || close > end) return std::nullopt;
-    return parse_iso_time(std::string_view(head).substr(value, close - value));
+    const auto start = head.find("<testsuite ");
+    const auto tag_end = head.find('>', start);
+    if (start == std::string::npos || tag_end == std::string::npos) return std::nullopt;
+    // The start tag and the properties right after it, closed: a document of its own.
+    std::string part = head.substr(start, tag_end + 1 - start);
+    if (part[part.size() - 2] != '/') {
+        const auto next = head.find('<', tag_end);
+        const auto properties_end = head.find("</properties>", tag_end);
+        if (next != std::string::npos && head.compare(next, 12, "<properties>") == 0 && properties_end != std::string::npos)
+            part = head.substr(start, properties_end + 13 - start);
+        part += "</testsuite>";
+    }
+    tinyxml2::XMLDocument doc;
+    if (doc.Parse(part.data(), part.size()) != tinyxml2::XML_SUCCESS) return std::nullopt;
+    const auto* suite = doc.RootElement();
+    JUnitHead result;
+    if (const char* stamp = suite->Attribute("timestamp")) result.timestamp = parse_iso_time(stamp);
+    if (const char* host = suite->Attribute("hostname")) result.hostname = host;
+    if (const auto* properties = suite->FirstChildElement("properties"))
+        for (const auto* p = properties->FirstChildElement("property"); p != nullptr; p = p->NextSiblingElement("property"))
+            if (p->Attribute("name") != nullptr && p->Attribute("value") != nullptr)
+                result.properties.emplace(p->Attribute("name"), p->Attribute("value"));
+    return result;
 }
 
 }  // namespace evgate

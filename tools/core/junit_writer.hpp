@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,8 +35,15 @@ std::string junit_xml(const std::vector<LedgerRow>& rows, const RunMatrix& runs,
 void write_junit(const std::filesystem::path& file, const std::vector<LedgerRow>& rows, const RunMatrix& runs,
                  const JUnitContext& context);
 
-// The <testsuite timestamp> of a junit.xml this writer wrote (read from the file's first bytes
-// only); nullopt when there is no such file or it says no time.
-std::optional<TimePoint> junit_timestamp(const std::filesystem::path& file);
+// What a junit.xml this writer wrote says about its run before the first testcase: the
+// <testsuite>'s timestamp and hostname and its own properties (suite, commit, branch, receipt,
+// decision, local_runs). Only the file's first bytes are read; nullopt when there is no such
+// file or its head is not this writer's form.
+struct JUnitHead {
+    std::optional<TimePoint> timestamp;
+    std::string hostname;
+    std::map<std::string, std::string> properties;
+};
+std::optional<JUnitHead> read_junit_head(const std::filesystem::path& file);
 
 }  // namespace evgate

@@ -184,7 +184,9 @@ void add_comparison(ReportExtras& extras, const SuiteConfig& suite, const std::s
     auto bad = std::make_shared<std::unordered_set<std::string>>();
     try {
         std::string text;
-        for (const auto& row : read_history_rows(compared_ledger(value, suite.name), text))
+        std::vector<HistoryRow> rows;
+        read_history_rows(compared_ledger(value, suite.name), text, rows);
+        for (const auto& row : rows)
             if (row.gate != "pass") bad->insert(key_of(row.suite_scope, row.test));
     } catch (const std::exception& e) {
         const auto what = "EVIDENCE_GATE_COMPARE=" + value + " cannot be read (" + e.what() +
