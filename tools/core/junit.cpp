@@ -46,12 +46,16 @@ std::string hex_escape(char32_t c) {
     return "#x" + hex;
 }
 
+// A byte that starts no UTF-8 sequence cannot be written into XML as it is (pytest never has one:
+// its ids are text).
+bool kept_in_xml(char32_t c, std::size_t length) { return kept_by_pytest(c) && (c < 0x80 || length > 1); }
+
 std::string visually_escaped(std::string_view text) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
         const auto [c, length] = code_point_at(text, i);
-        if (kept_by_pytest(c))
+        if (kept_in_xml(c, length))
             out.append(text.substr(i, length));
         else
             out += hex_escape(c);
@@ -203,8 +207,10 @@ private:
         if (const auto* scope = property("scope"); scope != nullptr && *scope == "suite") return;  // the writer's suite row
         const auto classname = attribute(element, "classname");
         const auto name = attribute(element, "name");
+        // evgate's node_id property names the test exactly, unless XML could not hold it as it is.
         const auto* node_id = property("node_id");
-        const auto* id = node_id != nullptr ? index_.find_id(*node_id) : index_.find(classname, name, attribute(element, "file"));
+        const auto* id = node_id != nullptr ? index_.find_id(*node_id) : nullptr;
+        if (id == nullptr) id = index_.find(classname, name, attribute(element, "file"));
         if (id == nullptr) {
             run_.unmapped.push_back(std::string(classname) + "::" + std::string(name));
             return;
@@ -276,8 +282,7 @@ void append_xml_text(std::string& out, std::string_view text, char quote) {
     const bool attribute = quote != '\0';
     for (std::size_t i = 0; i < text.size();) {
         const auto [c, length] = code_point_at(text, i);
-        const bool not_utf8 = c >= 0x80 && length == 1;
-        if (not_utf8 || !kept_by_pytest(c)) {
+        if (!kept_in_xml(c, length)) {
             out += hex_escape(c);
         } else {
             switch (c) {

@@ -160,20 +160,23 @@ void add_history(ReportExtras& extras, const SuiteConfig& suite, const std::vect
     auto history = read_history(earlier, options);
     auto past = std::make_shared<std::unordered_map<std::string, std::string>>();
     const auto s = history.suite_index(suite.name);
-    if (s) {
-        const auto& known = history.suites()[*s];
-        for (const auto& row : rows) {
-            if (row.gate == "pass") continue;
-            const auto& names = row.suite_scope ? known.checks : known.tests;
-            const auto& tracks = row.suite_scope ? known.check_tracks : known.test_tracks;
-            const auto index = names.find(row.test);
-            (*past)[key_of(row.suite_scope, row.test)] = past_of(history, known, index ? &tracks[*index] : nullptr);
+    for (const auto& row : rows) {
+        if (row.gate == "pass") continue;
+        auto& note = (*past)[key_of(row.suite_scope, row.test)];
+        if (!s) {
+            note = "no earlier run of the suite in the history";
+            continue;
         }
-        extras.note = [past](const LedgerRow& row) {
-            const auto it = past->find(key_of(row.suite_scope, row.test));
-            return it == past->end() ? std::string() : it->second;
-        };
+        const auto& known = history.suites()[*s];
+        const auto& names = row.suite_scope ? known.checks : known.tests;
+        const auto& tracks = row.suite_scope ? known.check_tracks : known.test_tracks;
+        const auto index = names.find(row.test);
+        note = past_of(history, known, index ? &tracks[*index] : nullptr);
     }
+    extras.note = [past](const LedgerRow& row) {
+        const auto it = past->find(key_of(row.suite_scope, row.test));
+        return it == past->end() ? std::string() : it->second;
+    };
     history.add(this_run(suite), history_rows(rows));
     flips_sections(extras, history, *history.suite_index(suite.name), dir);
 }
