@@ -413,3 +413,30 @@ def test_junit_xml_as_a_runner_bundle_gives_the_outcomes_of_its_evidence_directo
     from_dir, from_junit = runner.values()
     assert all(outcomes for outcomes, _ in from_dir.values()), from_dir
     assert from_junit == from_dir
+
+
+# ------------------------------------------------------------------ CI templates
+
+
+def test_ci_templates_keep_the_history_per_branch_and_upload_junit_xml():
+    yaml = pytest.importorskip("yaml", reason="python3-yaml reads the CI templates")
+    github = yaml.safe_load((REPO / "templates" / "ci" / "github-actions.yml").read_text())
+    steps = github["jobs"]["merge"]["steps"]
+    uses = [step.get("uses", "") for step in steps]
+    restore = steps[uses.index("actions/cache/restore@v4")]
+    save = steps[uses.index("actions/cache/save@v4")]
+    assert restore["with"]["path"] == save["with"]["path"] == "evidence-history"
+    assert restore["with"]["key"] == save["with"]["key"] and "github.ref_name" in save["with"]["key"]
+    assert save["if"] == "always()", "a blocked gate fails the job: its run must be kept all the same"
+    gate = next(step for step in steps if step.get("name") == "Merge and gate")["run"]
+    assert 'EVIDENCE_GATE_HISTORY="$PWD/evidence-history"' in gate and "EVIDENCE_GATE_COMPARE" in gate
+    assert any(step.get("with", {}).get("path") == "build/evidence/*/junit.xml" for step in steps)
+
+    gitlab = yaml.safe_load((REPO / "templates" / "ci" / "gitlab-ci.yml").read_text())
+    job = gitlab["evidence-gate"]
+    assert job["variables"]["EVIDENCE_GATE_HISTORY"] == "$CI_PROJECT_DIR/evidence-history"
+    history_cache = job["cache"][0]
+    assert history_cache["key"] == "evidence-history-$CI_COMMIT_REF_SLUG"
+    assert history_cache["paths"] == ["evidence-history/"] and history_cache["when"] == "always"
+    assert job["artifacts"]["reports"]["junit"] == "build/evidence/*/junit.xml"
+    assert any("EVIDENCE_GATE_COMPARE" in line for line in job["script"])

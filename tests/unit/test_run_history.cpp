@@ -247,6 +247,16 @@ TEST_CASE("EVIDENCE_GATE_COMPARE: report.md tells the rows this change brought f
     }
 }
 
+TEST_CASE("EVIDENCE_GATE_COMPARE: an archive gives its newest run of the suite", "[run_history]") {
+    TempDir dir;
+    for (const auto& [receipt, hour] : std::vector<std::pair<std::string, int>>{{"r2", 2}, {"r1", 1}}) {
+        test::write_evidence(dir.path / receipt, spec(receipt, hour, {{"t::a", "stable"}}));
+        archive_run(dir.path / receipt, dir.path / "main-history", 5);
+    }
+    CHECK(compared_ledger((dir.path / "main-history").string(), "billing") ==
+          dir.path / "main-history" / "billing" / "20261201T020000.000000Z-commit-r2-r2" / "ledger.jsonl");
+}
+
 TEST_CASE("EVIDENCE_GATE_COMPARE: another suite's ledger or nothing at all is said, never silently compared", "[run_history]") {
     TempDir dir;
     auto other = spec("m1", 1, {{"t::a", "flaky"}});

@@ -208,6 +208,8 @@ fs::path compared_ledger(const std::string& value, const std::string& suite) {
     const fs::path path = value;
     std::error_code ec;
     if (fs::is_regular_file(path / suite / "ledger.jsonl", ec)) return path / suite / "ledger.jsonl";
+    if (fs::is_directory(path / suite, ec))  // an EVIDENCE_GATE_HISTORY archive: its newest run of the suite
+        if (const auto runs = archived_runs(path / suite); !runs.empty()) return runs.back() / "ledger.jsonl";
     if (fs::is_regular_file(path / "ledger.jsonl", ec)) {
         if (fs::exists(path / "receipt.json", ec)) {
             RunPlace place;

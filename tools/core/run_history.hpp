@@ -28,7 +28,8 @@ std::optional<ReportExtras> run_report_extras(const SuiteConfig& suite, const st
 // Archives the run when EVIDENCE_GATE_HISTORY is set, and says where (or why not) on `out`.
 void archive_if_asked(const SuiteConfig& suite, std::ostream& out);
 
-// Where EVIDENCE_GATE_COMPARE's value finds the suite's ledger: <dir>/<suite>/ledger.jsonl,
+// Where EVIDENCE_GATE_COMPARE's value finds the suite's ledger: <dir>/<suite>/ledger.jsonl (an
+// evidence tree), the newest run in <dir>/<suite>/ (an EVIDENCE_GATE_HISTORY archive),
 // <dir>/ledger.jsonl (when its receipt names this suite or none), or the file itself.
 std::filesystem::path compared_ledger(const std::string& value, const std::string& suite);
 
