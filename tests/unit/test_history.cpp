@@ -296,7 +296,7 @@ TEST_CASE("timestamps: written in UTC with microseconds, read with any offset", 
     CHECK(parse_iso_time("2026-12-01T16:25:12.123456+02:00") == t);
     CHECK(parse_iso_time("2026-12-01T14:25:12.123456") == t);  // pytest's naive time: taken as UTC
     for (const char* bad : {"", "2026-12-01", "2026-13-01T00:00:00Z", "2026-12-01T14:25:12.Z", "2026-12-01T14:25:12Zx",
-                            "2026-12-01T14:25:12+2:00", "yesterday"})
+                            "2026-12-01T14:25:12+2:00", "yesterday", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"})
         CHECK_FALSE(parse_iso_time(bad));
 }
 

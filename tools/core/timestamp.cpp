@@ -58,8 +58,9 @@ std::optional<TimePoint> parse_iso_time(std::string_view text) {
     if (text.size() < 19 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != ' ') || text[13] != ':' ||
         text[16] != ':')
         return std::nullopt;
-    if (year < 1 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
-        second < 0 || second > 60)
+    // Years a time point in nanoseconds holds (1677 to 2262), with room for the offset.
+    if (year < 1900 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
+        minute > 59 || second < 0 || second > 60)
         return std::nullopt;
     std::size_t at = 19;
     long long micros = 0;
