@@ -63,9 +63,7 @@ public:
     bool next(Handler& handler) {
         char* line = next_line();
         if (line == nullptr) return false;
-        rapidjson::InsituStringStream in(line);
-        parser_.Parse<rapidjson::kParseInsituFlag>(in, handler);
-        if (parser_.HasParseError()) fail(parser_.GetParseErrorCode(), parser_.GetErrorOffset());
+        parse_line(line, handler);
         return true;
     }
     // The next record's line, NUL-terminated in place, not parsed yet: for a reader that picks

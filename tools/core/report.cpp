@@ -106,6 +106,11 @@ std::vector<std::string> heat_columns(const ReportInput& input) {
 
 // ------------------------------------------------------------------ HTML
 
+// markup.hpp's, under the short name this file uses throughout.
+void element(std::string& out, std::string_view tag, std::string_view text, std::string_view css = {}) {
+    html_element(out, tag, text, css);
+}
+
 struct OutcomeStyle {
     std::string_view outcome;
     char css;     // the cell's class: one letter keeps 200,000 cells small
@@ -233,7 +238,7 @@ std::string_view gate_class(std::string_view gate) {
 
 void tile(std::string& out, const std::string& count, std::string_view label, std::string_view css = {}) {
     out.append("<div class=\"tile ").append(css).append("\"><b>").append(count).append("</b>");
-    html_element(out, "span", label);
+    element(out, "span", label);
     out += "</div>";
 }
 
@@ -241,7 +246,7 @@ void html_header(std::string& out, const ReportInput& input, const Tally& t, std
     out += "<header><h1>Evidence Gate: ";
     escape_html(out, input.suite);
     out.append("<span class=\"status ").append(t.status()).append("\">").append(t.status()).append("</span></h1>");
-    html_element(out, "p", summary_line(t, runs), "lede");
+    element(out, "p", summary_line(t, runs), "lede");
     out += "<nav><a href=\"#summary\">Summary</a><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a>"
            "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
            "</header>";
@@ -256,10 +261,10 @@ void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const Ta
     for (const auto& row : rows) {
         if (!row.suite_scope) continue;
         out.append("<tr class=\"").append(gate_class(row.gate)).append("\">");
-        html_element(out, "td", row.test, "id");
-        html_element(out, "td", row.verdict, "verdict");
-        html_element(out, "td", row.warning ? "warning" : row.gate);
-        html_element(out, "td", row.reason);
+        element(out, "td", row.test, "id");
+        element(out, "td", row.verdict, "verdict");
+        element(out, "td", row.warning ? "warning" : row.gate);
+        element(out, "td", row.reason);
         out += "</tr>";
     }
     out += "</tbody></table></details>";
@@ -292,15 +297,15 @@ void reason_cell(std::string& out, const LedgerRow& row, const ReportExtras* ext
     std::string notes;
     if (!row.also.empty()) notes += "also: " + join(row.also);
     if (!row.dirty.empty()) notes += (notes.empty() ? "dirty: " : "; dirty: ") + join(row.dirty);
-    if (!notes.empty()) html_element(out, "div", notes, "note");
+    if (!notes.empty()) element(out, "div", notes, "note");
     if (extras != nullptr && extras->note)
-        if (const auto past = extras->note(row); !past.empty()) html_element(out, "div", past, "note");
+        if (const auto past = extras->note(row); !past.empty()) element(out, "div", past, "note");
     out += "</td>";
 }
 
 void optional_cell(std::string& out, const std::optional<std::string>& value, std::string_view tag, std::string_view css) {
     out += "<td>";
-    if (value) html_element(out, tag, *value, css);
+    if (value) element(out, tag, *value, css);
     out += "</td>";
 }
 
@@ -322,7 +327,7 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
         escape_html(out, row->test);
         if (row->suite_scope) out += "<span class=tag>suite check</span>";
         out += "</td>";
-        html_element(out, "td", row->verdict, "verdict");
+        element(out, "td", row->verdict, "verdict");
         reason_cell(out, *row, extras);
         if (dated) {
             optional_cell(out, row->until, "span", {});
@@ -330,8 +335,8 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
         }
         if (partners) {
             out += "<td>";
-            if (row->partner) html_element(out, "span", *row->partner, "id");
-            if (row->partner_role) html_element(out, "span", *row->partner_role, "tag");
+            if (row->partner) element(out, "span", *row->partner, "id");
+            if (row->partner_role) element(out, "span", *row->partner_role, "tag");
             out += "</td>";
         }
         if (commands) optional_cell(out, row->reproduce, "code", "cmd");
@@ -361,7 +366,7 @@ private:
 
 void heat_head(std::string& out, const std::vector<std::string>& columns) {
     out += "<table class=heat><thead><tr><th class=k><span class=cols>";
-    for (const auto& c : columns) html_element(out, "i", c);
+    for (const auto& c : columns) element(out, "i", c);
     out += "</span></th><th>verdict</th><th>test</th></tr></thead><tbody>";
 }
 
@@ -383,7 +388,7 @@ void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, s
     out.append("</td><td class=\"verdict ").append(gate_class(row.gate)).append("\">");
     escape_html(out, row.verdict);
     out += "</td>";
-    html_element(out, "td", row.test, "id");
+    element(out, "td", row.test, "id");
     out += "</tr>";
 }
 
@@ -448,14 +453,14 @@ std::string_view rank_name(int rank) {
 
 void drift_rows(std::string& out, const std::vector<const DriftEntry*>& entries, const std::string& column) {
     out += "<table class=rows><thead><tr><th>key</th><th>local</th>";
-    html_element(out, "th", column);
+    element(out, "th", column);
     out += "<th>suspected as</th></tr></thead><tbody>";
     for (const auto* e : entries) {
         out += "<tr>";
-        html_element(out, "td", e->key, "id");
-        html_element(out, "td", e->local.value_or("(absent)"), "id");
-        html_element(out, "td", e->other.value_or("(absent)"), "id");
-        html_element(out, "td", rank_name(e->rank));
+        element(out, "td", e->key, "id");
+        element(out, "td", e->local.value_or("(absent)"), "id");
+        element(out, "td", e->other.value_or("(absent)"), "id");
+        element(out, "td", rank_name(e->rank));
         out += "</tr>";
     }
     out += "</tbody></table>";
@@ -484,14 +489,14 @@ void html_drift(std::string& out, const std::vector<ColumnDrift>& drift) {
 
 void fact(std::string& out, std::string_view label, std::string_view value) {
     out.append("<tr><th>").append(label).append("</th>");
-    html_element(out, "td", value, "id");
+    element(out, "td", value, "id");
     out += "</tr>";
 }
 
 void fact_list(std::string& out, std::string_view label, const std::vector<std::string>& items) {
     out.append("<tr><th>").append(label).append("</th><td>");
     if (items.empty()) out += "<span class=empty>none</span>";
-    for (const auto& item : items) html_element(out, "pre", item);
+    for (const auto& item : items) element(out, "pre", item);
     out += "</td></tr>";
 }
 
