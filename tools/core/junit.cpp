@@ -280,7 +280,18 @@ JUnitAddress junit_address(std::string_view node_id) {
 
 void append_xml_text(std::string& out, std::string_view text, char quote) {
     const bool attribute = quote != '\0';
+    // Printable ASCII that needs no reference: taken a run at a time, most text is nothing else.
+    const auto plain = [quote](char c) {
+        return c >= 0x20 && c <= 0x7E && c != '&' && c != '<' && c != '>' && c != quote;
+    };
     for (std::size_t i = 0; i < text.size();) {
+        if (plain(text[i])) {
+            auto end = i + 1;
+            while (end < text.size() && plain(text[end])) ++end;
+            out.append(text, i, end - i);
+            i = end;
+            continue;
+        }
         const auto [c, length] = code_point_at(text, i);
         if (!kept_in_xml(c, length)) {
             out += hex_escape(c);
