@@ -105,9 +105,13 @@ TEST_CASE("flips count between the test's own runs: other suites' runs and absen
     const auto& old = track(h, "billing", "t::old");
     CHECK(old.flips() == 0);  // flaky, gone for a run, flaky again: no change between its runs
     CHECK(old.runs() == 2);
-    REQUIRE(old.stretches.size() == 1);
-    CHECK(old.stretches[0].from == 0);
-    CHECK(old.stretches[0].to == 3);
+    REQUIRE(old.stretches.size() == 2);  // but the stretches say which runs had it
+    CHECK(old.stretches[0].to == 0);
+    CHECK(old.stretches[1].from == 3);
+    CHECK(old.stretches[1].after_gap);
+    CHECK(sequence(h, "billing", "t::old") == "flaky \xE2\x86\x92 (absent) \xE2\x86\x92 flaky");
+    REQUIRE(track(h, "billing", "t::a").stretches.size() == 1);  // the other suite's run between is no gap
+    CHECK_FALSE(track(h, "billing", "t::a").stretches[0].after_gap);
     CHECK(h.suites().size() == 2);
     CHECK(h.runs()[1].suite == *h.suite_index("ledger"));
 }

@@ -308,9 +308,12 @@ std::uint32_t History::suite_of(const std::string& name) {
     return static_cast<std::uint32_t>(suites_.size() - 1);
 }
 
-void History::advance(Track& track, std::uint32_t verdict, bool bad, std::uint32_t run) {
-    if (track.stretches.empty() || track.stretches.back().verdict != verdict) {
-        track.stretches.push_back({verdict, run, run, 1});
+// `before`: the suite's run before this one; a stretch goes on only from that run.
+void History::advance(Track& track, std::uint32_t verdict, bool bad, std::uint32_t run, std::optional<std::uint32_t> before) {
+    const bool gap = !track.stretches.empty() && track.stretches.back().to != before;
+    if (!track.stretches.empty() && track.stretches.back().verdict != verdict) ++track.changes;
+    if (track.stretches.empty() || track.stretches.back().verdict != verdict || gap) {
+        track.stretches.push_back({verdict, run, run, 1, gap});
     } else {
         track.stretches.back().to = run;
         ++track.stretches.back().runs;
@@ -327,6 +330,7 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
     entry.suite = suite_of(place.suite);
     entry.place = std::move(place);
     auto& suite = suites_[entry.suite];
+    const auto before = suite.runs.empty() ? std::nullopt : std::optional<std::uint32_t>(suite.runs.back());
     suite.runs.push_back(run);
     std::vector<std::pair<bool, std::uint32_t>> order;
     order.reserve(rows.size());
@@ -341,7 +345,7 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
         if (index == tracks.size()) tracks.emplace_back();
         auto& track = tracks[index];
         if (!track.stretches.empty() && track.stretches.back().to == run) continue;  // listed twice: the first row counts
-        advance(track, verdicts_.intern(row.verdict), row.gate != "pass", run);
+        advance(track, verdicts_.intern(row.verdict), row.gate != "pass", run, before);
         const bool block = row.gate == "block";
         if (row.suite_scope) {
             entry.checks_blocking += block;
@@ -412,7 +416,7 @@ std::string verdict_sequence(const History& history, const Track& track, std::si
     const auto first = stretches.size() > limit ? stretches.size() - limit : 0;
     std::string text = first > 0 ? "\xE2\x80\xA6 \xE2\x86\x92 " : "";
     for (auto i = first; i < stretches.size(); ++i) {
-        if (i > first) text += " \xE2\x86\x92 ";
+        if (i > first) text += stretches[i].after_gap ? " \xE2\x86\x92 (absent) \xE2\x86\x92 " : " \xE2\x86\x92 ";
         text += history.verdict_name(stretches[i].verdict);
         if (stretches[i].runs > 1) text += " \xC3\x97" + std::to_string(stretches[i].runs);
     }

@@ -56,13 +56,15 @@ struct HistoryRow {
 // line. The rows point into `text`; both keep their memory from one ledger to the next.
 void read_history_rows(const std::filesystem::path& ledger, std::string& text, std::vector<HistoryRow>& rows);
 
-// Consecutive runs of one test with the same verdict.
+// Consecutive runs of one suite, each of which had the test with the same verdict: the runs
+// of its suite from `from` to `to` in the timeline, `runs` of them (other suites' runs may lie
+// between). A run of the suite without the test ends a stretch.
 struct Stretch {
     std::uint32_t verdict = 0;  // History::verdict_name
     std::uint32_t from = 0;     // timeline index of its first run
     std::uint32_t to = 0;       // and of its last
-    std::uint32_t runs = 0;     // runs of the test in it (fewer than to - from + 1 where other suites' runs or
-                                // runs without the test lie between)
+    std::uint32_t runs = 0;
+    bool after_gap = false;     // the suite ran without the test just before it (renamed, removed, not collected)
 };
 
 // One test's (or one suite check's) verdicts over time.
@@ -70,9 +72,10 @@ struct Track {
     std::vector<Stretch> stretches;
     std::uint32_t bad = 0;                          // runs in which its gate was not pass
     std::optional<std::uint32_t> first_bad, last_bad;  // timeline indices
+    std::uint32_t changes = 0;                      // flips: verdict changes between consecutive runs of the test
 
     std::uint32_t runs() const;
-    std::size_t flips() const { return stretches.empty() ? 0 : stretches.size() - 1; }
+    std::uint32_t flips() const { return changes; }
 };
 
 struct HistoryRun {
@@ -110,7 +113,7 @@ public:
 
 private:
     std::uint32_t suite_of(const std::string& name);
-    void advance(Track& track, std::uint32_t verdict, bool bad, std::uint32_t run);
+    void advance(Track& track, std::uint32_t verdict, bool bad, std::uint32_t run, std::optional<std::uint32_t> before);
 
     std::vector<HistoryRun> runs_;
     std::vector<SuiteHistory> suites_;
@@ -131,8 +134,8 @@ History read_history(const std::vector<std::string>& arguments, const HistoryOpt
 
 // How many of a track's runs had each verdict, in the order the verdicts first appear.
 std::vector<std::pair<std::string_view, std::uint32_t>> verdict_counts(const History& history, const Track& track);
-// The verdicts in order, runs of one merged: "stable ×3 → flaky → stable ×2"; past `limit`
-// stretches, only the newest `limit` (after "… →").
+// The verdicts in order, runs of one merged: "stable ×3 → flaky → stable ×2", "(absent)" where
+// the suite ran without the test; past `limit` stretches, only the newest `limit` (after "… →").
 std::string verdict_sequence(const History& history, const Track& track, std::size_t limit);
 
 // A test's place among all: by flips, most first, then by bad runs, suite and id.

@@ -75,6 +75,7 @@ void entry(JsonOut& w, const History& history, const SuiteHistory& suite, const 
         w.Key("runs"), w.Uint(s.runs);
         w.Key("from"), w.Uint(s.from);
         w.Key("to"), w.Uint(s.to);
+        w.Key("after_gap"), w.Bool(s.after_gap);
         w.EndObject();
     }
     w.EndArray();
@@ -356,22 +357,30 @@ td.n{text-align:right;white-space:nowrap}
 .p{background:#009e73;color:#fff}.f{background:#d55e00;color:#fff}.e{background:#cc79a7;color:#000}
 .s{background:#c4c4c4;color:#000}.x{background:#56b4e9;color:#000}.y{background:#e69f00;color:#000}
 .i{background:#000;color:#fff}.m{background:#f0e442;color:#000}.o{background:#0072b2;color:#fff}
+.n{background:#f1f1f1;color:#8a8a8a}
 .legend{display:flex;flex-wrap:wrap;gap:4px 16px;margin:8px 0 12px;font-size:12px;color:var(--muted)}
 )";
 
-// One letter per run of the test, the newest kStripRuns; equal neighbours share one element.
+// One letter per run of the test, the newest kStripRuns; equal neighbours share one element; a
+// '-' where the suite ran without it.
 void strip(std::string& out, const History& history, const Track& track) {
-    std::vector<std::pair<const VerdictStyle*, std::uint32_t>> cells;  // style, runs
+    std::vector<std::pair<const VerdictStyle*, std::uint32_t>> cells;  // style (nullptr: absent), runs
     std::uint32_t skip = track.runs() > kStripRuns ? track.runs() - static_cast<std::uint32_t>(kStripRuns) : 0;
     for (const auto& s : track.stretches) {
         const auto shown = s.runs > skip ? s.runs - skip : 0;
         skip -= s.runs - shown;
-        if (shown > 0) cells.emplace_back(&style_of(history.verdict_name(s.verdict)), shown);
+        if (shown == 0) continue;
+        if (s.after_gap && !cells.empty()) cells.emplace_back(nullptr, 1);
+        cells.emplace_back(&style_of(history.verdict_name(s.verdict)), shown);
     }
     out += "<td class=k>";
     if (track.runs() > kStripRuns) out += "\xE2\x80\xA6";
-    for (const auto& [style, runs] : cells)
-        out.append("<i class=").append(1, style->css).append(">").append(runs, style->symbol).append("</i>");
+    for (const auto& [style, runs] : cells) {
+        if (style == nullptr)
+            out += "<i class=n>-</i>";
+        else
+            out.append("<i class=").append(1, style->css).append(">").append(runs, style->symbol).append("</i>");
+    }
     out += "</td>";
 }
 
@@ -384,7 +393,7 @@ void html_legend(std::string& out) {
         escape_html(out, s.verdict.empty() ? "another verdict" : s.verdict);
         out += "</span>";
     }
-    out += "</div>";
+    out += "<span><span class=k><i class=n>-</i></span> runs of the suite without the test</span></div>";
 }
 
 void html_tests(std::string& out, const History& history) {
