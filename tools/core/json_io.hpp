@@ -63,10 +63,23 @@ public:
     bool next(Handler& handler) {
         char* line = next_line();
         if (line == nullptr) return false;
+        parse_line(line, handler);
+        return true;
+    }
+    // The next record's line, NUL-terminated in place, not parsed yet: for a reader that picks
+    // how to parse each line (parse_line). nullptr at the end or at a torn last line.
+    char* next_text() { return next_line(); }
+    // Where the line after the one last read starts, in the text (its size at the end).
+    std::size_t position() const { return position_; }
+    // Parses a line next_text() gave into `handler`; false when the handler stopped it early (a
+    // callback returned false): the rest of that line is left unread and unchecked.
+    template <typename Handler>
+    bool parse_line(char* line, Handler& handler) {
         rapidjson::InsituStringStream in(line);
         parser_.Parse<rapidjson::kParseInsituFlag>(in, handler);
-        if (parser_.HasParseError()) fail(parser_.GetParseErrorCode(), parser_.GetErrorOffset());
-        return true;
+        if (!parser_.HasParseError()) return true;
+        if (parser_.GetParseErrorCode() == rapidjson::kParseErrorTermination) return false;
+        fail(parser_.GetParseErrorCode(), parser_.GetErrorOffset());
     }
     int line() const { return line_; }
     bool torn() const { return torn_; }
@@ -107,6 +120,12 @@ public:
 
     const JsonField& operator[](std::size_t key) const { return fields_[key]; }
     bool is_object() const { return object_; }
+    // Forgets a record whose parse a derived handler stopped early, so that the next one is
+    // read from its start.
+    void restart() {
+        depth_ = 0;
+        reset();
+    }
 
     bool Null();
     bool Bool(bool b);

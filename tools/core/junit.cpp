@@ -1,6 +1,9 @@
 #include "junit.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -43,16 +46,33 @@ std::string hex_escape(char32_t c) {
     return "#x" + hex;
 }
 
+// A byte that starts no UTF-8 sequence cannot be written into XML as it is (pytest never has one:
+// its ids are text).
+bool kept_in_xml(char32_t c, std::size_t length) { return kept_by_pytest(c) && (c < 0x80 || length > 1); }
+
 std::string visually_escaped(std::string_view text) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
         const auto [c, length] = code_point_at(text, i);
-        if (kept_by_pytest(c))
+        if (kept_in_xml(c, length))
             out.append(text.substr(i, length));
         else
             out += hex_escape(c);
         i += length;
+    }
+    return out;
+}
+
+// Property values of an element's <properties> child, by name (the first of duplicates).
+std::map<std::string, std::string, std::less<>> properties_of(const tinyxml2::XMLElement& element) {
+    std::map<std::string, std::string, std::less<>> out;
+    const auto* properties = element.FirstChildElement("properties");
+    if (properties == nullptr) return out;
+    for (const auto* p = properties->FirstChildElement("property"); p != nullptr; p = p->NextSiblingElement("property")) {
+        const char* name = p->Attribute("name");
+        const char* value = p->Attribute("value");
+        if (name != nullptr && value != nullptr) out.emplace(name, value);
     }
     return out;
 }
@@ -88,6 +108,16 @@ public:
             match = id;
         }
         return match;
+    }
+
+    // The collected id equal to `node_id`, or nullptr.
+    const std::string* find_id(std::string_view node_id) const {
+        const auto address = junit_address(node_id);
+        const auto it = by_address_.find(key(address.classname, address.name));
+        if (it == by_address_.end()) return nullptr;
+        for (const auto* id : it->second)
+            if (*id == node_id) return id;
+        return nullptr;
     }
 
 private:
@@ -129,13 +159,30 @@ TestResult result_of(const tinyxml2::XMLElement& testcase) {
     return result;
 }
 
+// The runs of evgate's junit.xml that a runner column takes: those its machine ran itself.
+std::optional<std::set<std::string>> local_runs(const tinyxml2::XMLElement& suite, const std::string& source) {
+    const auto properties = properties_of(suite);
+    const auto it = properties.find("local_runs");
+    if (it == properties.end()) return std::nullopt;
+    const int line = suite.FirstChildElement("properties")->GetLineNum();
+    const auto doc = parse_json(it->second, source + ": property local_runs");
+    if (!doc.IsArray()) throw InputError(source, line, "property local_runs is not a JSON list");
+    std::set<std::string> runs;
+    for (const auto& run : doc.GetArray()) {
+        if (!run.IsString()) throw InputError(source, line, "property local_runs holds a non-string");
+        runs.emplace(run.GetString(), run.GetStringLength());
+    }
+    return runs;
+}
+
 class Reader {
 public:
-    Reader(JUnitRun& run, const CollectedIndex& index) : run_(run), index_(index) {}
+    Reader(JUnitRun& run, const CollectedIndex& index, const std::string& source) : run_(run), index_(index), source_(source) {}
 
     // Suites may nest; testcases sit in any of them.
     void suite(const tinyxml2::XMLElement& element) {
         if (run_.hostname.empty()) run_.hostname = std::string(attribute(element, "hostname"));
+        if (auto runs = local_runs(element, source_)) local_runs_ = std::move(runs);
         for (const auto* child = element.FirstChildElement(); child != nullptr; child = child->NextSiblingElement()) {
             const std::string_view tag = child->Name();
             if (tag == "testsuite")
@@ -148,18 +195,45 @@ public:
 private:
     JUnitRun& run_;
     const CollectedIndex& index_;
+    const std::string& source_;
+    std::optional<std::set<std::string>> local_runs_;  // of evgate's junit.xml
 
     void testcase(const tinyxml2::XMLElement& element) {
+        const auto properties = properties_of(element);
+        const auto property = [&properties](std::string_view name) -> const std::string* {
+            const auto it = properties.find(name);
+            return it == properties.end() ? nullptr : &it->second;
+        };
+        if (const auto* scope = property("scope"); scope != nullptr && *scope == "suite") return;  // the writer's suite row
         const auto classname = attribute(element, "classname");
         const auto name = attribute(element, "name");
-        const auto* id = index_.find(classname, name, attribute(element, "file"));
+        // evgate's node_id property names the test exactly, unless XML could not hold it as it is.
+        const auto* node_id = property("node_id");
+        const auto* id = node_id != nullptr ? index_.find_id(*node_id) : nullptr;
+        if (id == nullptr) id = index_.find(classname, name, attribute(element, "file"));
         if (id == nullptr) {
             run_.unmapped.push_back(std::string(classname) + "::" + std::string(name));
+            return;
+        }
+        if (const auto* outcomes = property("outcomes")) {
+            add_attempts(*id, *outcomes, element.GetLineNum());
             return;
         }
         auto result = result_of(element);
         const auto [it, fresh] = run_.results.try_emplace(*id, std::move(result));  // moves only when fresh
         if (!fresh && weight(result.outcome) > weight(it->second.outcome)) it->second = std::move(result);
+    }
+
+    // Every attempt evgate's junit.xml lists for the test: its ledger row's outcomes.
+    void add_attempts(const std::string& id, const std::string& json, int line) {
+        const auto doc = parse_json(json, source_ + ":" + std::to_string(line) + ": property outcomes");
+        if (!doc.IsObject()) throw InputError(source_, line, "property outcomes is not a JSON object");
+        for (const auto& [run, outcome] : doc.GetObject()) {
+            if (!outcome.IsString()) throw InputError(source_, line, "property outcomes holds a non-string");
+            const std::string run_id(run.GetString(), run.GetStringLength());
+            if (local_runs_ && !local_runs_->count(run_id)) continue;  // its perturbed run, its own runners
+            run_.attempts[run_id][id] = TestResult{std::string(outcome.GetString(), outcome.GetStringLength()), {}, {}, {}};
+        }
     }
 };
 
@@ -204,6 +278,40 @@ JUnitAddress junit_address(std::string_view node_id) {
     return address;
 }
 
+void append_xml_text(std::string& out, std::string_view text, char quote) {
+    const bool attribute = quote != '\0';
+    // Printable ASCII that needs no reference: taken a run at a time, most text is nothing else.
+    const auto plain = [quote](char c) {
+        return c >= 0x20 && c <= 0x7E && c != '&' && c != '<' && c != '>' && c != quote;
+    };
+    for (std::size_t i = 0; i < text.size();) {
+        if (plain(text[i])) {
+            auto end = i + 1;
+            while (end < text.size() && plain(text[end])) ++end;
+            out.append(text, i, end - i);
+            i = end;
+            continue;
+        }
+        const auto [c, length] = code_point_at(text, i);
+        if (!kept_in_xml(c, length)) {
+            out += hex_escape(c);
+        } else {
+            switch (c) {
+                case '&': out += "&amp;"; break;
+                case '<': out += "&lt;"; break;
+                case '>': out += "&gt;"; break;
+                case '\r': out += "&#13;"; break;  // a parser would read a bare CR as LF
+                case '"': out += quote == '"' ? "&quot;" : "\""; break;
+                case '\'': out += quote == '\'' ? "&apos;" : "'"; break;
+                case '\n': out += attribute ? "&#10;" : "\n"; break;  // an attribute's line break is read as a space
+                case '\t': out += attribute ? "&#9;" : "\t"; break;
+                default: out.append(text.substr(i, length));
+            }
+        }
+        i += length;
+    }
+}
+
 JUnitRun parse_junit(std::string_view xml, const std::string& source, const std::vector<std::string>& collected_ids) {
     tinyxml2::XMLDocument doc;
     if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS)
@@ -211,7 +319,7 @@ JUnitRun parse_junit(std::string_view xml, const std::string& source, const std:
     const auto& root = report_root(doc, source);
     JUnitRun run;
     const CollectedIndex index(collected_ids);
-    Reader(run, index).suite(root);
+    Reader(run, index, source).suite(root);
     run.name = run.hostname.empty() ? std::filesystem::path(source).stem().string() : run.hostname;
     std::sort(run.unmapped.begin(), run.unmapped.end());
     run.unmapped.erase(std::unique(run.unmapped.begin(), run.unmapped.end()), run.unmapped.end());

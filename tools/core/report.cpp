@@ -10,6 +10,8 @@
 #include <gsl/gsl>
 
 #include "json_io.hpp"
+#include "markup.hpp"
+#include "report_extras.hpp"
 #include "triage.hpp"
 
 namespace evgate {
@@ -104,29 +106,9 @@ std::vector<std::string> heat_columns(const ReportInput& input) {
 
 // ------------------------------------------------------------------ HTML
 
-void escape_html(std::string& out, std::string_view text) {
-    for (std::size_t start = 0; start < text.size();) {
-        const auto special = std::min(text.find_first_of("&<>\"'", start), text.size());
-        out.append(text, start, special - start);  // the plain run up to it, at once
-        if (special == text.size()) break;
-        switch (text[special]) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += "&#39;";
-        }
-        start = special + 1;
-    }
-}
-
-// <tag class=css>escaped text</tag>; `css` is always ours, never the ledger's.
+// markup.hpp's, under the short name this file uses throughout.
 void element(std::string& out, std::string_view tag, std::string_view text, std::string_view css = {}) {
-    out.append("<").append(tag);
-    if (!css.empty()) out.append(" class=\"").append(css).append("\"");
-    out += '>';
-    escape_html(out, text);
-    out.append("</").append(tag).append(">");
+    html_element(out, tag, text, css);
 }
 
 struct OutcomeStyle {
@@ -308,14 +290,16 @@ std::string join(const std::vector<std::string>& items) {
     return out;
 }
 
-// Reason, then what else the ledger knows about the row, in a quieter voice.
-void reason_cell(std::string& out, const LedgerRow& row) {
+// Reason, then what else the ledger (and the run's history) knows about the row, in a quieter voice.
+void reason_cell(std::string& out, const LedgerRow& row, const ReportExtras* extras) {
     out += "<td class=why>";
     escape_html(out, row.reason);
     std::string notes;
     if (!row.also.empty()) notes += "also: " + join(row.also);
     if (!row.dirty.empty()) notes += (notes.empty() ? "dirty: " : "; dirty: ") + join(row.dirty);
     if (!notes.empty()) element(out, "div", notes, "note");
+    if (extras != nullptr && extras->note)
+        if (const auto past = extras->note(row); !past.empty()) element(out, "div", past, "note");
     out += "</td>";
 }
 
@@ -325,7 +309,8 @@ void optional_cell(std::string& out, const std::optional<std::string>& value, st
     out += "</td>";
 }
 
-void rows_section(std::string& out, std::string_view id, std::string_view title, const RowRefs& rows, bool dated) {
+void rows_section(std::string& out, std::string_view id, std::string_view title, const RowRefs& rows, bool dated,
+                  const ReportExtras* extras) {
     out.append("<section id=").append(id).append("><h2>").append(title).append(": ").append(std::to_string(rows.size())).append("</h2>");
     if (rows.empty()) {
         out += "<p class=empty>None.</p></section>";
@@ -343,7 +328,7 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
         if (row->suite_scope) out += "<span class=tag>suite check</span>";
         out += "</td>";
         element(out, "td", row->verdict, "verdict");
-        reason_cell(out, *row);
+        reason_cell(out, *row, extras);
         if (dated) {
             optional_cell(out, row->until, "span", {});
             optional_cell(out, row->owner, "span", {});
@@ -539,51 +524,7 @@ void html_receipt(std::string& out, const Receipt& receipt) {
 // ------------------------------------------------------------------ Markdown
 
 constexpr std::size_t kMarkdownRows = 50;      // per section: a PR comment, not the whole ledger
-constexpr std::size_t kMarkdownCell = 300;     // bytes of one cell's text
 constexpr std::size_t kMarkdownCommand = 1000;  // a longer command is pointed to, never cut
-
-// At most `limit` bytes, cut on a UTF-8 character boundary.
-std::string clip(std::string_view text, std::size_t limit) {
-    if (text.size() <= limit) return std::string(text);
-    while (limit > 0 && (static_cast<unsigned char>(text[limit]) & 0xC0) == 0x80) --limit;
-    return std::string(text.substr(0, limit)) + "\xE2\x80\xA6";
-}
-
-// Plain text in a table cell: every character Markdown (or GitHub's math) could read as markup
-// is backslash-escaped; a line break would end the table row.
-std::string md_text(std::string_view text) {
-    std::string out;
-    for (const char c : clip(text, kMarkdownCell)) {
-        if (c == '\n' || c == '\r') {
-            out += ' ';
-            continue;
-        }
-        if (std::string_view("\\`*_[]<>|&~$#!").find(c) != std::string_view::npos) out += '\\';
-        out += c;
-    }
-    return out;
-}
-
-// A code span that holds any text: a fence longer than any backtick run inside, `|` escaped
-// (GitHub splits table cells on it even in code), line breaks as spaces.
-std::string md_code(std::string_view text) {
-    std::string body;
-    std::size_t run = 0, longest = 0;
-    for (const char c : text) {
-        run = c == '`' ? run + 1 : 0;
-        longest = std::max(longest, run);
-        if (c == '\n' || c == '\r')
-            body += ' ';
-        else if (c == '|')
-            body += "\\|";
-        else
-            body += c;
-    }
-    if (body.empty()) return {};
-    const std::string fence(longest + 1, '`');
-    const bool pad = body.front() == '`' || body.back() == '`';
-    return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
-}
 
 std::string md_command(const std::optional<std::string>& command) {
     if (!command) return {};
@@ -595,24 +536,47 @@ std::string md_partner(const LedgerRow& row) {
     return md_code(clip(*row.partner, kMarkdownCell)) + (row.partner_role ? " (" + md_text(*row.partner_role) + ")" : "");
 }
 
-void md_rows(std::string& out, std::string_view title, const RowRefs& rows, bool dated) {
+void md_rows(std::string& out, std::string_view title, const RowRefs& rows, bool dated, const ReportExtras* extras) {
     if (rows.empty()) return;
     out.append("\n### ").append(title).append(": ").append(std::to_string(rows.size())).append("\n\n");
     const RowRefs shown(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), kMarkdownRows)));
     const bool partners = any_has(shown, &LedgerRow::partner), commands = any_has(shown, &LedgerRow::reproduce);
+    std::vector<std::string> past;  // the history note of each shown row
+    if (extras != nullptr && extras->note)
+        for (const auto* row : shown) past.push_back(extras->note(*row));
+    const bool history = std::any_of(past.begin(), past.end(), [](const std::string& p) { return !p.empty(); });
     std::string head = "| test | verdict | reason |", rule = "| --- | --- | --- |";
     if (dated) head += " until | owner |", rule += " --- | --- |";
     if (partners) head += " partner |", rule += " --- |";
     if (commands) head += " reproduce |", rule += " --- |";
+    if (history) head += " before |", rule += " --- |";
     out += head + "\n" + rule + "\n";
-    for (const auto* row : shown) {
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        const auto* row = shown[i];
         out += "| " + md_code(clip(row->test, kMarkdownCell)) + " | " + md_text(row->verdict) + " | " + md_text(row->reason) + " |";
         if (dated) out += " " + md_text(row->until.value_or("")) + " | " + md_text(row->owner.value_or("")) + " |";
         if (partners) out += " " + md_partner(*row) + " |";
         if (commands) out += " " + md_command(row->reproduce) + " |";
+        if (history) out += " " + md_text(past[i]) + " |";
         out += '\n';
     }
     if (rows.size() > shown.size()) out += "\n…and " + std::to_string(rows.size() - shown.size()) + " more in report.html\n";
+}
+
+// Blocking rows; with a compared ledger (EVIDENCE_GATE_COMPARE), those this change brought
+// apart from those already bad there. Only the reading changes: a block is a block.
+void md_blocking(std::string& out, const RowRefs& rows, const ReportExtras* extras) {
+    if (extras == nullptr || !extras->already_bad) {
+        md_rows(out, "Blocking", rows, false, extras);
+        return;
+    }
+    RowRefs fresh, old;
+    for (const auto* row : rows) (extras->already_bad(*row) ? old : fresh).push_back(row);
+    const auto compared = md_code(extras->compared);
+    if (fresh.empty() && !old.empty())
+        out += "\n### Blocking because of this change: 0\n\nEvery blocking row was already bad in " + compared + ".\n";
+    md_rows(out, "Blocking because of this change (not bad in " + compared + ")", fresh, false, extras);
+    md_rows(out, "Blocking, already bad in " + compared, old, false, extras);
 }
 
 void md_counts(std::string& out, const Tally& t) {
@@ -670,8 +634,9 @@ std::string report_html(const ReportInput& input) {
     out.append(": ").append(t.status()).append(" - Evidence Gate</title><style>").append(kStyle).append("</style></head>\n<body><main>");
     html_header(out, input, t, columns.size());
     html_summary(out, rows, t, columns.size());
-    rows_section(out, "blocking", "Blocking", rows_with_gate(rows, "block"), false);
-    rows_section(out, "deferred", "Deferred", rows_with_gate(rows, "defer"), true);
+    rows_section(out, "blocking", "Blocking", rows_with_gate(rows, "block"), false, input.extras);
+    rows_section(out, "deferred", "Deferred", rows_with_gate(rows, "defer"), true, input.extras);
+    if (input.extras != nullptr) out += input.extras->html;
     html_heat_map(out, rows, columns);
     html_drift(out, input.drift);
     html_receipt(out, *input.receipt);
@@ -685,9 +650,10 @@ std::string report_markdown(const ReportInput& input) {
     const auto t = tally(rows);
     std::string out = "## Evidence Gate: " + md_text(input.suite) + " **" + t.status() + "**\n\n" +
                       summary_line(t, heat_columns(input).size()) + "\n";
-    md_rows(out, "Blocking", rows_with_gate(rows, "block"), false);
-    md_rows(out, "Deferred", rows_with_gate(rows, "defer"), true);
+    md_blocking(out, rows_with_gate(rows, "block"), input.extras);
+    md_rows(out, "Deferred", rows_with_gate(rows, "defer"), true, input.extras);
     md_counts(out, t);
+    if (input.extras != nullptr) out += input.extras->markdown;
     md_drift(out, input.drift);
     out += "\nEvery run of every test: `report.html` beside the ledger.\n";
     return out;

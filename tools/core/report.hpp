@@ -15,6 +15,8 @@
 
 namespace evgate {
 
+struct ReportExtras;  // report_extras.hpp: what the run's history and a compared ledger add
+
 // Where the environment behind one column differs from the local one.
 struct ColumnDrift {
     std::string column;               // "perturbed", a runner's name
@@ -27,6 +29,7 @@ struct ReportInput {
     std::vector<std::string> columns;              // run ids in heat-map order: see report_columns()
     const Receipt* receipt = nullptr;
     std::vector<ColumnDrift> drift;
+    const ReportExtras* extras = nullptr;  // none: the reports say what this run's ledger says
 };
 
 // Run ids in heat-map order: seeds, reruns, alone runs, perturbed runs, runners; load order within each.

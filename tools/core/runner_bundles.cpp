@@ -35,14 +35,23 @@ std::vector<LoadedRun> bundle_runs(const fs::path& dir, const std::string& name)
     return runs;
 }
 
-LoadedRun junit_run(const JUnitRun& junit) {
+LoadedRun results_run(std::string id, const std::map<std::string, TestResult>& results) {
     LoadedRun run;
-    run.plan.id = run.plan.order = junit.name;
+    run.plan.id = run.plan.order = std::move(id);
     run.plan.column = Column::runner;
-    for (const auto& [test, result] : junit.results) run.plan.tests.push_back(test);
-    run.records.results = junit.results;
+    for (const auto& [test, result] : results) run.plan.tests.push_back(test);
+    run.records.results = results;
     run.records.finished = true;
     return run;
+}
+
+// A plain JUnit report is one run of the runner; evgate's own junit.xml gives each run it lists
+// for a test, named as an evidence directory's runs are ("<host>:seed.0").
+std::vector<LoadedRun> junit_runs(const JUnitRun& junit) {
+    std::vector<LoadedRun> runs;
+    for (const auto& [id, results] : junit.attempts) runs.push_back(results_run(junit.name + ":" + id, results));
+    if (!junit.results.empty() || runs.empty()) runs.push_back(results_run(junit.name, junit.results));
+    return runs;
 }
 
 }  // namespace
@@ -82,7 +91,7 @@ RunnerBundles load_runner_bundles(const std::vector<std::string>& paths, const R
             } else {
                 const auto junit = read_junit(path, ids);
                 name = junit.name;
-                runs = {junit_run(junit)};
+                runs = junit_runs(junit);
                 if (!junit.unmapped.empty()) bundles.unmapped[name] = junit.unmapped;
             }
             if (!taken.insert(name).second) throw Error("another bundle already claims the host " + quote(name));

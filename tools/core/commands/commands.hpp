@@ -1,5 +1,6 @@
 // The evgate commands, each parsing its own options: one file per family —
-// inputs.cpp (the user's files), runs.cpp (what runs pytest), verdicts.cpp (what judges).
+// inputs.cpp (the user's files), runs.cpp (what runs pytest), verdicts.cpp (what judges),
+// history.cpp (what many runs' evidence says together).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,10 @@ namespace evgate {
 using Args = std::vector<std::string>;
 
 // Parses `args` strictly (no guessing of abbreviated option names); nullopt after --help.
+// Arguments without an option name are an error unless `positional` takes them.
 std::optional<boost::program_options::variables_map> parse(const char* name, const Args& args,
-                                                           boost::program_options::options_description& options);
+                                                           boost::program_options::options_description& options,
+                                                           const boost::program_options::positional_options_description& positional = {});
 // Options with the --suite every suite command takes, and the suite it names. A step that ctest
 // runs claims the suite's evidence directory for its ctest first (ctest_claim.hpp).
 boost::program_options::options_description suite_options(const char* caption);
@@ -56,5 +59,7 @@ int cmd_ledger(const Args& args);
 int cmd_gate(const Args& args);
 int cmd_verdict(const Args& args);
 int cmd_discover(const Args& args);
+
+int cmd_history(const Args& args);
 
 }  // namespace evgate

@@ -8,11 +8,12 @@ namespace po = boost::program_options;
 
 namespace evgate {
 
-std::optional<po::variables_map> parse(const char* name, const Args& args, po::options_description& options) {
+std::optional<po::variables_map> parse(const char* name, const Args& args, po::options_description& options,
+                                       const po::positional_options_description& positional) {
     options.add_options()("help,h", "show this help");
     po::variables_map vm;
     const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(args).options(options).style(style).run(), vm);
+    po::store(po::command_line_parser(args).options(options).positional(positional).style(style).run(), vm);
     if (vm.count("help")) {
         std::cout << "usage: evgate " << name << " [options]\n" << options;
         return std::nullopt;

@@ -17,6 +17,7 @@
 #include "process.hpp"
 #include "replay.hpp"
 #include "report.hpp"
+#include "run_history.hpp"
 #include "runner_bundles.hpp"
 #include "seed_runner.hpp"
 #include "shards.hpp"
@@ -125,12 +126,16 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     auto rows = build_ledger(input);
     ReportInput report{suite.name, &rows, report_columns(input.runs.runs()), &input.receipt, {}};
     for (const auto& [column, entries] : input.drift) report.drift.push_back({column, entries});
-    // Three files from the same rows, each on its own: written side by side.
+    const auto extras = run_report_extras(suite, rows, input.receipt.id);  // EVIDENCE_GATE_HISTORY, _COMPARE
+    if (extras) report.extras = &*extras;
+    // Four files from the same rows, each on its own: written side by side.
     auto store = std::async(std::launch::async, [&] { write_verdict_store(suite, rows); });
     auto reports = std::async(std::launch::async, [&] { write_reports(suite.evidence_dir, report); });
+    auto junit = std::async(std::launch::async, [&] { write_run_junit(suite, rows, input.runs); });
     write_ledger(suite.ledger_file(), rows);
     store.get();
     reports.get();
+    junit.get();
     check_entries(suite, input.receipt);
     runs = input.runs.size();
     return rows;
@@ -177,6 +182,7 @@ int cmd_ledger(const Args& args) {
     const auto rows = build_and_write(suite, *vm, runs);
     print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    archive_if_asked(suite, std::cout);
     return 0;
 }
 
