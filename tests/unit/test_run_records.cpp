@@ -31,7 +31,7 @@ const char* const kSpaced =
     R"({"complete": true, "event": "finished", "note": "", "processes": 2, "receipt": "r1"})" "\n";
 
 RunRecords read(const TempDir& dir, const std::string& text) {
-    write_file_atomic(dir.path / "seed.0.jsonl", text);
+    write_file_atomic(dir.path / "seed.0.jsonl", test::sealed(text));
     return read_run_records(dir.path / "seed.0.jsonl");
 }
 

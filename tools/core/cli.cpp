@@ -6,6 +6,7 @@
 
 #include "commands/commands.hpp"
 #include "error.hpp"
+#include "process.hpp"
 
 namespace po = boost::program_options;
 
@@ -54,7 +55,12 @@ int run_cli(int argc, char** argv) {
     for (const auto& command : kCommands) {
         if (words[0] != command.name) continue;
         try {
+            install_stop_handlers();
             return command.handler(Args(words.begin() + 1, words.end()));
+        } catch (const Stopped& e) {
+            // What was owed is done (processes killed, groups restored): the shell's convention.
+            std::cerr << "evgate: " << command.name << ": " << e.what() << '\n';
+            return 128 + e.signal();
         } catch (const po::error& e) {
             std::cerr << "evgate: error: " << command.name << ": " << e.what() << '\n';
             return 2;
