@@ -98,6 +98,8 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     run = config.stash.get(RUN_KEY, None)
     if run is not None:
+        # Last of the unconfigure hooks (this module was registered before any conftest).
+        run.finish()
         os.close(run.records)
         if run.leases is not None:
             run.leases.close()
@@ -125,6 +127,8 @@ class RunRecorder:
         self.records = open_records(option)
         self.leases = None
         self.leftovers = Leftovers()
+        self.session = None
+        self.exitstatus = None
         self.disabled = []
         self.collected = 0
         self.unlisted = []
@@ -143,6 +147,7 @@ class RunRecorder:
             data = data[os.write(self.records, data):]
 
     def pytest_sessionstart(self, session):
+        self.session = session
         if self.groups is not None:
             self.leases = Leases(self.groups, self.config.option.evidence_gate_lease,
                                  self.config.option.evidence_gate_verified_ns)
@@ -251,14 +256,20 @@ class RunRecorder:
     def pytest_runtest_logreport(self, report):
         self.reports[report.when] = report
 
-    # The outermost wrapper: after every other plugin's and conftest's pytest_sessionfinish,
-    # which may change the groups or the exit status.
+    # A wrapper: its first half runs whatever the other implementations do (one may raise).
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        self.exitstatus = int(exitstatus)  # pytest's own count, before any hook changes it
         yield
+
+    def finish(self):
+        """The end record, once every pytest_sessionfinish and every conftest's pytest_unconfigure
+        is done (and pytest has taken a pytest.exit() raised in them): what pytest exits with."""
+        if self.exitstatus is None:  # the session never got to its end
+            return
         self.check_outside("session end")
         # The lease fields again: notifications may have been given up during the run.
-        self.emit({"event": "end", "exitstatus": int(exitstatus), "final": int(session.exitstatus),
+        self.emit({"event": "end", "exitstatus": self.exitstatus, "final": int(self.session.exitstatus),
                    **self.lease_fields()})
 
 

@@ -138,17 +138,13 @@ std::string foreign_record(const ForeignSender& sender, std::string_view pytest_
                       : sender.reused_pid     ? "a process that took pytest's pid " + pid + " after pytest ended"
                       : !during.empty()       ? "a process forked during " + during + " (pid " + pid + ")"
                                               : "a process forked before any test started (pid " + pid + ")";
-    std::vector<std::string> kinds;
-    bool singles = true;
+    std::vector<std::string> kinds;  // "a start record", "2 result records"
     std::size_t total = 0;
     for (const auto& [event, count] : events) {
-        singles = singles && count == 1;
         total += static_cast<std::size_t>(count);
+        kinds.push_back(count == 1 ? with_article(event) + " record" : std::to_string(count) + " " + event + " records");
     }
-    for (const auto& [event, count] : events) kinds.push_back(singles ? with_article(event) : std::to_string(count) + " " + event);
-    std::string what = total == 0 ? "wrote part of a record"
-                       : singles ? "wrote " + joined(kinds) + " record"
-                                 : "wrote " + std::to_string(total) + " records (" + joined(kinds) + ")";
+    std::string what = total == 0 ? "wrote part of a record" : "wrote " + joined(kinds);
     if (sender.count > total) what += " and " + std::to_string(sender.count - total) + " more lines";
     if (total > 0 && sender.torn > 0) what += " and " + std::to_string(sender.torn) + " bytes of a torn line";
     if (!tests.empty()) what += " naming " + tests.front() + (tests.size() > 1 ? " and " + std::to_string(tests.size() - 1) + " more tests" : "");

@@ -115,7 +115,7 @@ std::string groups_named(const std::vector<std::string_view>* groups) {
 std::string when(std::string_view phase) {
     if (phase == "collection")
         return "at start-up or collection (a conftest, plugin or test module imported, a session-start or collection hook)";
-    if (phase == "session end") return "at session end (a pytest_sessionfinish hook)";
+    if (phase == "session end") return "at session end (a pytest_sessionfinish or pytest_unconfigure hook)";
     if (phase == "exit") return "after pytest's session ended (an atexit handler, or a thread or process still running)";
     return "in phase '" + std::string(phase) + "'";
 }
@@ -219,18 +219,19 @@ void parse_records(std::string& text, const std::string& source, const std::func
     const auto digest = records_digest(std::string_view(text).substr(0, before));
     JsonlSaxReader reader(text, source);
     auto fields = record_fields();
-    bool finished = false;
+    std::optional<FieldCapture> finished;  // checked once it is known to be the last record
+    int finished_line = 0;
     while (reader.next(fields)) {
-        const Where where{source, reader.line()};
         if (finished) throw InputError(source, reader.line(), "a record after the 'finished' record: the file was appended to after evgate closed it");
         const auto record = record_of(fields, source, reader.line());
         if (record.event == RunRecord::Event::finished) {
-            check_seal(fields, before, digest, where);
-            finished = true;
+            finished = fields;
+            finished_line = reader.line();
         }
         each(record);
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn record (no newline at the end)");
+    if (finished) check_seal(*finished, before, digest, Where{source, finished_line});
 }
 
 void read_records(const std::filesystem::path& file, std::string& storage, const std::function<void(const RunRecord&)>& each) {

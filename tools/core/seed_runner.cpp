@@ -347,6 +347,8 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     summary.complete = summary.harness_ok && std::all_of(plan.tests.begin(), plan.tests.end(), [&](const std::string& t) {
         return seen.results.count(t) != 0 || interrupted.count(t) != 0;
     });
+    summary.results = seen.results.size();
+    for (const auto& [test, result] : seen.results) summary.failed += outcome_class(result.outcome) == "fail";
     if (!summary.complete && summary.note.empty())
         summary.note = "some planned tests have no result (" + describe_pytest(last) + "); see " + log.string();
     if (!lease_note.empty()) summary.note = lease_note + (summary.note.empty() ? "" : "; " + summary.note);
