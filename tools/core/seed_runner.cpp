@@ -279,8 +279,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
         verified_ns = wall_clock_ns();
         const auto put_back = lease.restore();
         if (result.stopped != 0) {
-            summary.note = "stopped by " + result.describe().substr(std::string("stopped by ").size()) +
-                           " while pytest ran; its processes were killed and the fixture groups restored";
+            summary.note = result.describe() + " while pytest ran; its processes were killed and the fixture groups restored";
             records.finish(finished_record(summary, receipt.id));
             fs::remove(order);
             throw Stopped(result.stopped);
