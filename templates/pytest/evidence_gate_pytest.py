@@ -101,6 +101,7 @@ def pytest_unconfigure(config):
         # Last of the unconfigure hooks (this module was registered before any conftest).
         run.finish()
         os.close(run.records)
+        run.leftovers.close()
         if run.leases is not None:
             run.leases.close()
         config.pluginmanager.unregister(run)
@@ -295,53 +296,70 @@ def open_records(option):
 class Leftovers:
     """Threads and child processes left running by a test (or by start-up and collection).
 
-    note(owner) after each test takes what appeared since the previous note: one
-    threading.enumerate() and one read of /proc/self/task/<tid>/children per thread, no
-    more. A change made while an earlier test's leftovers run cannot be blamed on anyone.
+    note(owner) after each test takes what appeared since the previous note. Cheap when
+    nothing did: with only the main thread, no thread list is built, and each thread's
+    children are read with one pread of a /proc/self/task/<tid>/children kept open. A change
+    made while an earlier test's leftovers run cannot be blamed on anyone.
     """
 
     def __init__(self):
         self.threads = {threading.main_thread()}  # known: anything else was started by someone
         self.children = set()
         self.left = []  # (owner, thread or pid), still running at the last look
+        self.tasks = {}  # thread -> descriptor of its /proc/self/task/<tid>/children
 
     def note(self, owner):
-        threads = threading.enumerate()
-        children = child_pids(threads)
-        for thread in threads:
-            if thread not in self.threads:
-                self.left.append((owner, thread))
-        for pid in children - self.children:
-            self.left.append((owner, pid))
-        self.threads = set(threads)
-        self.children = children
+        alone = len(self.threads) == 1 and threading.active_count() == 1
+        threads = self.threads if alone else set(threading.enumerate())
+        children = self.child_pids(threads)
+        self.left += [(owner, thread) for thread in threads - self.threads]
+        self.left += [(owner, pid) for pid in children - self.children]
+        self.threads, self.children = threads, children
 
     def running(self):
         """The leftovers still running, oldest first (nothing to look at, most of the time)."""
         if self.left:
-            children = child_pids(threading.enumerate())
+            children = self.child_pids(set(threading.enumerate()))
             self.left = [(owner, what) for owner, what in self.left
                          if (what.is_alive() if isinstance(what, threading.Thread)
                              else what in children and process_running(what))]
         return self.left
 
+    def child_pids(self, threads):
+        """Child processes of this process: each thread's are listed under its own task."""
+        for gone in [thread for thread in self.tasks if thread not in threads]:
+            close_quietly(self.tasks.pop(gone))
+        pids = set()
+        for thread in threads:
+            pids.update(self.children_of(thread))
+        return pids
 
-def child_pids(threads):
-    """Child processes of this process: each thread's are listed under its own task."""
-    pids = set()
-    for thread in threads:
-        tid = thread.native_id
-        if tid is None:
-            continue
-        try:
-            fd = os.open(f"/proc/self/task/{tid}/children", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:  # no such file here (not Linux, an old kernel), or the thread just ended
-            continue
-        try:
-            pids.update(int(word) for word in os.read(fd, 65536).split())
-        finally:
-            os.close(fd)
-    return pids
+    def children_of(self, thread):
+        for attempt in (1, 2):  # once more on a fresh descriptor: a test may have closed ours
+            fd = self.tasks.get(thread)
+            try:
+                if fd is None:
+                    if thread.native_id is None:
+                        return []
+                    fd = self.tasks[thread] = os.open(f"/proc/self/task/{thread.native_id}/children",
+                                                      os.O_RDONLY | os.O_CLOEXEC)
+                return [int(word) for word in os.pread(fd, 65536, 0).split()]
+            except (OSError, ValueError):  # not Linux, an old kernel, the thread just ended, a closed fd
+                if fd is not None:
+                    close_quietly(self.tasks.pop(thread))
+        return []
+
+    def close(self):
+        for fd in self.tasks.values():
+            close_quietly(fd)
+        self.tasks = {}
+
+
+def close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def process_running(pid):

@@ -648,7 +648,7 @@ def profile_seed_run(root, product, python, work):
 CALLGRIND_WRAPPER = """#!/bin/sh
 # Counts the instructions of the seed runs' pytest processes; every other python call passes through.
 case " $* " in
-  *" --evidence-gate-records="*)
+  *" --evidence-gate-run="*)
     exec valgrind --tool=callgrind --callgrind-out-file="{out}/$$.{label}.out" {python} "$@" {extra} ;;
 esac
 exec {python} "$@"

@@ -148,7 +148,9 @@ std::string foreign_record(const ForeignSender& sender, std::string_view pytest_
     if (sender.count > total) what += " and " + std::to_string(sender.count - total) + " more lines";
     if (total > 0 && sender.torn > 0) what += " and " + std::to_string(sender.torn) + " bytes of a torn line";
     if (!tests.empty()) what += " naming " + tests.front() + (tests.size() > 1 ? " and " + std::to_string(tests.size() - 1) + " more tests" : "");
-    const std::string reason = who + " " + what + ": not evidence of this run";
+    std::string reason = who + " " + what + ": not evidence of this run";
+    if (pytest_lines.empty())  // the process evgate started sent nothing at all
+        reason += " (the process evgate started sent no record: a PYTHON wrapper must exec the interpreter, not start it as a child)";
 
     JsonWriter json;
     auto& w = json.begin();

@@ -30,7 +30,8 @@ constexpr std::size_t kReadSize = 64 * 1024;
 
 }  // namespace
 
-RecordChannel::RecordChannel(std::function<void(std::string_view)> lines) : lines_(std::move(lines)) {
+RecordChannel::RecordChannel(std::function<void(std::string_view)> lines)
+    : lines_(std::move(lines)), buffer_(new char[kReadSize]) {
     int ends[2];
     // Close-on-exec in evgate: a child another thread starts must not inherit this run's
     // channel; run_process clears the flag in this run's child alone.
@@ -61,10 +62,9 @@ void RecordChannel::close_child_end() {
 
 void RecordChannel::drain() {
     if (!open_) return;
-    std::string buffer(kReadSize, '\0');
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
     for (std::size_t reads = 0; reads < kReadsPerDrain; ++reads) {
-        iovec io{buffer.data(), buffer.size()};
+        iovec io{buffer_.get(), kReadSize};
         msghdr message{};
         message.msg_iov = &io;
         message.msg_iovlen = 1;
@@ -87,7 +87,7 @@ void RecordChannel::drain() {
             std::memcpy(&credentials, CMSG_DATA(c), sizeof credentials);
             sender = credentials.pid;
         }
-        receive(sender, std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+        receive(sender, std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
     }
 }
 

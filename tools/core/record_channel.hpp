@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,7 @@ private:
     void receive_foreign(ForeignSender& from, std::string_view bytes);
 
     std::function<void(std::string_view)> lines_;
+    std::unique_ptr<char[]> buffer_;  // one read's worth, reused (never cleared: recvmsg fills it)
     int ours_ = -1, child_ = -1;
     bool open_ = true;
     pid_t child_pid_ = 0;

@@ -4,6 +4,8 @@
 #include <iostream>
 #include <set>
 
+#include <sys/stat.h>
+
 #include "error.hpp"
 #include "json_io.hpp"
 #include "natural_order.hpp"
@@ -83,6 +85,15 @@ std::vector<std::string> collected_part(const std::vector<std::string>& order, c
     for (const auto& test : order)
         if (!absent.count(test)) out.push_back(test);
     return out;
+}
+
+// When the lease file was written: the snapshot that listed the groups from the tree as it was.
+// Files whose ctime is older are unchanged since; never later than now.
+std::int64_t listed_ns(const FixtureStore& store) {
+    struct stat st {};
+    const auto now = wall_clock_ns();
+    if (::stat(store.lease_file().c_str(), &st) != 0) return now;
+    return std::min(now, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
 }
 
 std::size_t results_in(std::string_view lines) {
@@ -234,10 +245,11 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     RunPlan written = plan;
     written.lease = lease.token();
     write_plan(dir / (plan.id + ".plan.json"), written);
-    // The groups as evgate last verified them: the plugin looks again at whatever changed since,
-    // so a change made before its leases start (a conftest imported at start-up) is seen.
-    auto verified_ns = wall_clock_ns();
-    lease.restore();
+    // A time after which every change to the groups shows in a file's ctime, and before which
+    // they were as listed: the plugin looks again at what changed since, so a change made
+    // before its leases start (a conftest imported at start-up) is seen. For the first process,
+    // when the groups were listed (the snapshot); then, the restore check after each process.
+    auto verified_ns = listed_ns(store);
 
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;
