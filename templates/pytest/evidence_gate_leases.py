@@ -67,13 +67,15 @@ class Leases:
         if self.watches is None:
             for lease in self.leases:
                 lease.start(None, verified_ns)
+        # Changes start() found (made before the leases started): the first check reports them.
+        self.started_changed = any(lease.changed for lease in self.leases)
 
     def check(self):
         racy_after = self.checked_ns - RACY_NS
         self.checked_ns = time.time_ns()
         if self.watches is not None:
             try:
-                if not self.catch_up(racy_after) and not any(lease.changed for lease in self.leases):
+                if not self.catch_up(racy_after) and not self.started_changed:
                     return []
             except Unwatchable as e:
                 self.close()
@@ -86,6 +88,7 @@ class Leases:
         changed = [lease for lease in self.leases if lease.changed]
         for lease in changed:
             lease.changed = False
+        self.started_changed = False
         return sorted(lease.name for lease in changed)
 
     def catch_up(self, racy_after):

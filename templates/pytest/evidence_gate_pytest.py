@@ -309,8 +309,10 @@ class Leftovers:
         self.tasks = {}  # thread -> descriptor of its /proc/self/task/<tid>/children
 
     def note(self, owner):
-        alone = len(self.threads) == 1 and threading.active_count() == 1
-        threads = self.threads if alone else set(threading.enumerate())
+        if len(self.threads) == 1 and not self.children and threading.active_count() == 1 \
+                and not self.children_of(threading.main_thread()):
+            return  # as at the last note: the main thread alone, no child (most tests)
+        threads = set(threading.enumerate())
         children = self.child_pids(threads)
         self.left += [(owner, thread) for thread in threads - self.threads]
         self.left += [(owner, pid) for pid in children - self.children]

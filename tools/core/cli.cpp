@@ -56,7 +56,11 @@ int run_cli(int argc, char** argv) {
         if (words[0] != command.name) continue;
         try {
             install_stop_handlers();
-            return command.handler(Args(words.begin() + 1, words.end()));
+            const int status = command.handler(Args(words.begin() + 1, words.end()));
+            // Asked to stop while no child ran (a snapshot, a restore): that work is done, but
+            // whoever asked still hears that evgate stopped.
+            throw_if_stopped();
+            return status;
         } catch (const Stopped& e) {
             // What was owed is done (processes killed, groups restored): the shell's convention.
             std::cerr << "evgate: " << command.name << ": " << e.what() << '\n';

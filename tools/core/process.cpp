@@ -289,7 +289,7 @@ std::string signal_name(int signal) {
 }  // namespace
 
 Stopped::Stopped(int signal)
-    : Error("stopped by " + signal_name(signal) + ": the pytest processes were killed and the fixture groups restored"),
+    : Error("stopped by " + signal_name(signal) + ": no pytest process is left running, and the fixture groups are restored"),
       signal_(signal) {}
 
 void install_stop_handlers() {
