@@ -62,11 +62,6 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);  // best effort: the OS may refuse
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a kill -9 of evgate takes pytest down with it
     if (::getppid() != parent) ::_exit(127);
-    // Handlers are reset by exec; a signal evgate blocked or ignored would not be.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(s, SIG_DFL);
     int out = ::open(spec.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (out < 0 || in < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) ::_exit(127);
@@ -299,7 +294,12 @@ void install_stop_handlers() {
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // calls under way finish; the loops that start work look at the flag
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &action, nullptr);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+        struct sigaction before {};
+        // Ignored when evgate started (nohup, a background job): the caller meant it so.
+        if (::sigaction(s, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+        ::sigaction(s, &action, nullptr);
+    }
     // ctest killed alone (SIGKILL) leaves us running with nobody to wait for us: stop as on
     // SIGTERM. If it died before the call, getppid() already names someone else.
     const pid_t parent = ::getppid();
