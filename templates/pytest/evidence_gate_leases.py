@@ -49,7 +49,7 @@ class Leases:
     present state the new baseline, so a change is blamed on one test only.
     """
 
-    def __init__(self, document, mode):
+    def __init__(self, document, mode, verified_ns=None):
         self.leases = [Lease(spec, document["root"]) for spec in document["groups"]]
         self.how = "scan" if self.leases else None
         self.note = "--evidence-gate-lease=scan" if self.leases and mode == "scan" else None
@@ -59,21 +59,23 @@ class Leases:
             try:
                 self.watches = Watches()
                 for lease in self.leases:
-                    lease.start(self.watches)
+                    lease.start(self.watches, verified_ns)
                 self.how = "inotify"
             except Unwatchable as e:
                 self.close()
                 self.note = str(e)
         if self.watches is None:
             for lease in self.leases:
-                lease.start(None)
+                lease.start(None, verified_ns)
+        # Changes start() found (made before the leases started): the first check reports them.
+        self.started_changed = any(lease.changed for lease in self.leases)
 
     def check(self):
         racy_after = self.checked_ns - RACY_NS
         self.checked_ns = time.time_ns()
         if self.watches is not None:
             try:
-                if not self.catch_up(racy_after):
+                if not self.catch_up(racy_after) and not self.started_changed:
                     return []
             except Unwatchable as e:
                 self.close()
@@ -86,6 +88,7 @@ class Leases:
         changed = [lease for lease in self.leases if lease.changed]
         for lease in changed:
             lease.changed = False
+        self.started_changed = False
         return sorted(lease.name for lease in changed)
 
     def catch_up(self, racy_after):
@@ -149,14 +152,26 @@ class Lease:
         # What evgate listed is a member whatever Python's regex dialect says.
         return rel in self.listed or self.regex.fullmatch(rel) is not None
 
-    def start(self, watches):
-        """The baseline: evgate's identities for what it listed, the present state of files that came since."""
+    def start(self, watches, verified_ns=None):
+        """The baseline: evgate's identities for what it listed, the present state of files that came since.
+
+        With verified_ns (when evgate last found the group as it listed it), what changed since
+        then (before the leases started: a conftest imported at start-up) counts as a change,
+        reported by the first check: a listed file stamped since is hashed, a file that came or
+        went since is one.
+        """
         self.members = {}
         for rel in self.walk(self.base, watches):
             member = self.members[rel] = Member(self.path(rel), parent_of(rel))
             st = self.lstat_member(rel, member, watches)
             member.key = stat_key(st)
             member.state = self.listed[rel] if rel in self.listed and st is not None else state_of(member.path, st)
+            if verified_ns is not None and st is not None and rel in self.listed and is_racy(st, verified_ns - RACY_NS):
+                present = state_of(member.path, st)
+                self.changed = self.changed or present != member.state
+                member.state = present
+        if verified_ns is not None and self.members.keys() != self.listed.keys():
+            self.changed = True
         self.current = list(self.members.values())
 
     def check_by_scan(self, racy_after):

@@ -3,11 +3,14 @@
 Loaded by the ``evgate`` tool with ``-p evidence_gate_pytest``. Without an
 ``--evidence-gate-*`` option it only registers its markers. With them it:
 
-* run mode (``--evidence-gate-records``): runs the tests in the order evgate
-  chose, reseeds ``random`` per test, watches fixture groups for undeclared
-  writes (by inotify on Linux, else by a stat scan; ``--evidence-gate-lease``),
-  and appends one JSON Lines record per event so a crashed run still leaves
-  readable evidence;
+* run mode (``--evidence-gate-channel`` from evgate, or ``--evidence-gate-records``
+  by hand): runs the tests in the order evgate chose, reseeds ``random`` per
+  test, watches fixture groups for undeclared writes (by inotify on Linux, else
+  by a stat scan; ``--evidence-gate-lease``) during each test and outside them
+  (start-up and collection, session end), notes the threads and processes a
+  test leaves running, and sends one JSON Lines record per event as it happens,
+  so a crashed run still leaves readable evidence. evgate reads the channel and
+  writes the records file itself: only this process's records count;
 * collect mode (``--evidence-gate-collect`` with ``--collect-only``): writes
   one JSON document describing the suite and the configuration that found it.
 
@@ -23,7 +26,9 @@ import platform
 import random
 import re
 import shlex
+import stat
 import sys
+import threading
 import types
 
 import pytest
@@ -51,8 +56,10 @@ RECORD_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators
 
 def pytest_addoption(parser):
     group = parser.getgroup("evidence-gate", "Evidence Gate (options are set by evgate)")
+    group.addoption("--evidence-gate-channel", metavar="FD", type=int,
+                    help="run mode: send JSON Lines run records on this inherited socket (evgate's)")
     group.addoption("--evidence-gate-records", metavar="PATH",
-                    help="run mode: append JSON Lines run records to PATH")
+                    help="run mode by hand: append JSON Lines run records to PATH")
     group.addoption("--evidence-gate-run", metavar="ID",
                     help="run id copied into the session record")
     group.addoption("--evidence-gate-seed", metavar="N", type=int, default=0,
@@ -61,6 +68,9 @@ def pytest_addoption(parser):
                     help="JSON Lines node ids: run exactly these, in this order")
     group.addoption("--evidence-gate-groups", metavar="PATH",
                     help="run mode: fixture groups (JSON) to watch for undeclared writes")
+    group.addoption("--evidence-gate-verified-ns", metavar="T", type=int,
+                    help="run mode: when evgate last found the groups as listed (ns since the epoch); "
+                         "what changed since counts as changed outside any test")
     group.addoption("--evidence-gate-lease", choices=("auto", "scan"), default="auto",
                     help="how groups are checked after each test: auto (change notifications "
                          "where they can be trusted, else the stat scan) or scan (default auto)")
@@ -75,7 +85,7 @@ COLLECT_KEY = pytest.StashKey["CollectRecorder"]()
 def pytest_configure(config):
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    if config.option.evidence_gate_records:
+    if config.option.evidence_gate_channel is not None or config.option.evidence_gate_records:
         config.stash[RUN_KEY] = RunRecorder(config)
         config.pluginmanager.register(config.stash[RUN_KEY], "evidence-gate-run")
     if config.option.evidence_gate_collect:
@@ -88,7 +98,10 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     run = config.stash.get(RUN_KEY, None)
     if run is not None:
-        run.records.close()
+        # Last of the unconfigure hooks (this module was registered before any conftest).
+        run.finish()
+        os.close(run.records)
+        run.leftovers.close()
         if run.leases is not None:
             run.leases.close()
         config.pluginmanager.unregister(run)
@@ -112,12 +125,11 @@ class RunRecorder:
         self.seed = option.evidence_gate_seed
         self.order = read_order(option.evidence_gate_order) if option.evidence_gate_order else None
         self.groups = read_json(option.evidence_gate_groups) if option.evidence_gate_groups else None
-        try:
-            # Append: earlier runs' records in the same file must survive.
-            self.records = open(option.evidence_gate_records, "ab")
-        except OSError as e:
-            raise pytest.UsageError(f"--evidence-gate-records: {e}") from None
+        self.records = open_records(option)
         self.leases = None
+        self.leftovers = Leftovers()
+        self.session = None
+        self.exitstatus = None
         self.disabled = []
         self.collected = 0
         self.unlisted = []
@@ -128,15 +140,18 @@ class RunRecorder:
         self.write_line(RECORD_ENCODER.encode(record))
 
     def write_line(self, text):
-        # One write and a flush per record: a crash loses at most this line,
-        # and evgate drops a torn last line.
+        # One write per record, unbuffered: a crash loses at most this line (evgate calls a
+        # torn last line torn), and a process forked from this one has nothing of ours to flush.
         # Lone surrogates (undecodable file names) become JSON \uDCxx escapes.
-        self.records.write((text + "\n").encode("utf-8", "backslashreplace"))
-        self.records.flush()
+        data = (text + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            data = data[os.write(self.records, data):]
 
     def pytest_sessionstart(self, session):
+        self.session = session
         if self.groups is not None:
-            self.leases = Leases(self.groups, self.config.option.evidence_gate_lease)
+            self.leases = Leases(self.groups, self.config.option.evidence_gate_lease,
+                                 self.config.option.evidence_gate_verified_ns)
         self.disabled = [name for name in installed_reorderers() if not self.config.pluginmanager.has_plugin(name)]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -184,6 +199,20 @@ class RunRecorder:
             **self.lease_fields(),
         })
 
+    # tryfirst: the outermost wrapper, so this runs after every collection hook and before
+    # anything else of the test loop.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session):
+        self.check_outside("collection")
+        self.leftovers.note("collection")
+        yield
+
+    def check_outside(self, phase):
+        """Changes to the groups since the last check, made outside any test: in `phase`."""
+        changed = self.leases.check() if self.leases is not None else []
+        if changed:
+            self.emit({"event": "outside", "phase": phase, "changed": changed})
+
     def lease_fields(self):
         """How fixture groups are checked ("inotify", "scan", None without groups) and why not by notification."""
         if self.leases is None:
@@ -195,6 +224,8 @@ class RunRecorder:
         self.reports = {}
         # What emit() writes for {"event": "start", "test": ...}, without a dict to build and sort.
         self.write_line('{"event":"start","test":' + RECORD_ENCODER.encode(item.nodeid) + "}")
+        # What earlier tests left running: a change made while it runs may be theirs.
+        earlier = self.leftovers.running()
         # String seeds hash the same way on every Python version.
         random.seed(f"evidence-gate:{self.seed}:{item.nodeid}")
         outcome = yield
@@ -204,25 +235,149 @@ class RunRecorder:
         # Check every lease, declared or not, so the next test starts from
         # what this one left.
         changed = self.leases.check() if self.leases is not None else []
+        self.leftovers.note(item.nodeid)
         declared = {group for mark in item.iter_markers("writes") for group in mark.args} if changed else set()
+        dirty = [group for group in changed if group not in declared]
         result, message = classify(self.reports)
-        self.emit({
+        record = {
             "event": "result",
             "test": item.nodeid,
             "outcome": result,
             "phases": {when: report.outcome for when, report in self.reports.items()},
             "duration": sum(report.duration for report in self.reports.values()),
             "changed": changed,
-            "dirty": [group for group in changed if group not in declared],
+            "dirty": dirty,
             "message": message,
-        })
+        }
+        if dirty and earlier:
+            # Not certain whose change it is: neither test is blamed, evgate blocks the run.
+            record.update(dirty=[], unblamed=dirty, leftover=describe_leftovers(earlier))
+        self.emit(record)
 
     def pytest_runtest_logreport(self, report):
         self.reports[report.when] = report
 
-    def pytest_sessionfinish(self, exitstatus):
+    # A wrapper: its first half runs whatever the other implementations do (one may raise).
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.exitstatus = int(exitstatus)  # pytest's own count, before any hook changes it
+        yield
+
+    def finish(self):
+        """The end record, once every pytest_sessionfinish and every conftest's pytest_unconfigure
+        is done (and pytest has taken a pytest.exit() raised in them): what pytest exits with."""
+        if self.exitstatus is None:  # the session never got to its end
+            return
+        self.check_outside("session end")
         # The lease fields again: notifications may have been given up during the run.
-        self.emit({"event": "end", "exitstatus": int(exitstatus), **self.lease_fields()})
+        self.emit({"event": "end", "exitstatus": self.exitstatus, "final": int(self.session.exitstatus),
+                   **self.lease_fields()})
+
+
+def open_records(option):
+    """The descriptor records go to: evgate's channel, or a file named by hand."""
+    if option.evidence_gate_channel is not None:
+        fd = option.evidence_gate_channel
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                raise OSError(f"descriptor {fd} is not a socket")
+            # Not inherited across exec: a program a test starts has no business on it.
+            os.set_inheritable(fd, False)
+        except OSError as e:
+            raise pytest.UsageError(f"--evidence-gate-channel={fd}: {e}") from None
+        return fd
+    try:
+        # Append: earlier runs' records in the same file must survive.
+        return os.open(option.evidence_gate_records, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise pytest.UsageError(f"--evidence-gate-records: {e}") from None
+
+
+class Leftovers:
+    """Threads and child processes left running by a test (or by start-up and collection).
+
+    note(owner) after each test takes what appeared since the previous note. Cheap when
+    nothing did: with only the main thread, no thread list is built, and each thread's
+    children are read with one pread of a /proc/self/task/<tid>/children kept open. A change
+    made while an earlier test's leftovers run cannot be blamed on anyone.
+    """
+
+    def __init__(self):
+        self.threads = {threading.main_thread()}  # known: anything else was started by someone
+        self.children = set()
+        self.left = []  # (owner, thread or pid), still running at the last look
+        self.tasks = {}  # thread -> descriptor of its /proc/self/task/<tid>/children
+
+    def note(self, owner):
+        if len(self.threads) == 1 and not self.children and threading.active_count() == 1 \
+                and not self.children_of(threading.main_thread()):
+            return  # as at the last note: the main thread alone, no child (most tests)
+        threads = set(threading.enumerate())
+        children = self.child_pids(threads)
+        self.left += [(owner, thread) for thread in threads - self.threads]
+        self.left += [(owner, pid) for pid in children - self.children]
+        self.threads, self.children = threads, children
+
+    def running(self):
+        """The leftovers still running, oldest first (nothing to look at, most of the time)."""
+        if self.left:
+            children = self.child_pids(set(threading.enumerate()))
+            self.left = [(owner, what) for owner, what in self.left
+                         if (what.is_alive() if isinstance(what, threading.Thread)
+                             else what in children and process_running(what))]
+        return self.left
+
+    def child_pids(self, threads):
+        """Child processes of this process: each thread's are listed under its own task."""
+        for gone in [thread for thread in self.tasks if thread not in threads]:
+            close_quietly(self.tasks.pop(gone))
+        pids = set()
+        for thread in threads:
+            pids.update(self.children_of(thread))
+        return pids
+
+    def children_of(self, thread):
+        for attempt in (1, 2):  # once more on a fresh descriptor: a test may have closed ours
+            fd = self.tasks.get(thread)
+            try:
+                if fd is None:
+                    if thread.native_id is None:
+                        return []
+                    fd = self.tasks[thread] = os.open(f"/proc/self/task/{thread.native_id}/children",
+                                                      os.O_RDONLY | os.O_CLOEXEC)
+                return [int(word) for word in os.pread(fd, 65536, 0).split()]
+            except (OSError, ValueError):  # not Linux, an old kernel, the thread just ended, a closed fd
+                if fd is not None:
+                    close_quietly(self.tasks.pop(thread))
+        return []
+
+    def close(self):
+        for fd in self.tasks.values():
+            close_quietly(fd)
+        self.tasks = {}
+
+
+def close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def process_running(pid):
+    """False once it is a zombie: ended, only waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def describe_leftovers(leftovers):
+    owner, what = leftovers[0]
+    by = "started at start-up or collection" if owner == "collection" else f"left by {owner}"
+    text = f"a thread {by} ({what.name!r})" if isinstance(what, threading.Thread) else f"a process {by} (pid {what})"
+    return text + (f" and {len(leftovers) - 1} more" if len(leftovers) > 1 else "")
 
 
 def read_order(path):

@@ -485,8 +485,20 @@ def write_run(t, evidence, root, run, order, kinds, index, receipt_id):
             result["changed"] = dirty
         lines.append(compact(result))
     lines.append(compact(t.records["end"]))
-    lines.append(compact(dict(t.records["finished"], receipt=receipt_id, complete=True, processes=1, note="")))
+    # evgate seals a run's records: the finished record carries the length and digest of the rest.
+    body = ("\n".join(lines) + "\n").encode()
+    lines.append(compact(dict(t.records["finished"], receipt=receipt_id, complete=True, processes=1, note="",
+                              bytes=len(body), digest=xxh3_hex(body))))
     (evidence / "runs" / f"{run_id}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def xxh3_hex(data):
+    """XXH3-64 of data as evgate writes it (16 hex digits), through the system's libxxhash."""
+    import ctypes
+    library = ctypes.CDLL("libxxhash.so.0")
+    library.XXH3_64bits.restype = ctypes.c_uint64
+    library.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    return format(library.XXH3_64bits(data, len(data)), "016x")
 
 
 def write_theirs(theirs, orders, kinds, index):
@@ -636,7 +648,7 @@ def profile_seed_run(root, product, python, work):
 CALLGRIND_WRAPPER = """#!/bin/sh
 # Counts the instructions of the seed runs' pytest processes; every other python call passes through.
 case " $* " in
-  *" --evidence-gate-records="*)
+  *" --evidence-gate-run="*)
     exec valgrind --tool=callgrind --callgrind-out-file="{out}/$$.{label}.out" {python} "$@" {extra} ;;
 esac
 exec {python} "$@"

@@ -3,14 +3,18 @@
 import json
 import os
 import random
+import socket
+import struct
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import PLUGIN_DIR, TIMEOUT, make_tree, only, results, started
+from conftest import PLUGIN_DIR, TIMEOUT, make_tree, only, results, started, write_groups
 
 
 # ------------------------------------------------------------------- no options
@@ -425,3 +429,254 @@ def test_terminal_colour_codes_are_kept_out_of_messages(gate):
     _, records = gate.run_records()
     [result] = results(records).values()
     assert result["message"] == "ValueError: red text", result
+
+
+# --------------------------------------------------------------- the record channel
+
+
+UCRED = struct.Struct("iII")  # pid, uid, gid
+
+
+def run_on_channel(gate, *args):
+    """Run mode as evgate runs it: records on an inherited socket, read as they come and sorted
+    by the pid the kernel stamps on each write. Returns (exit status, pytest's pid, {pid: bytes})."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    received = {}
+
+    def read():
+        while True:
+            data, ancillary, _, _ = ours.recvmsg(1 << 16, socket.CMSG_SPACE(UCRED.size))
+            if not data:
+                return
+            pid = next((UCRED.unpack(cdata[:UCRED.size])[0] for level, kind, cdata in ancillary
+                        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS), 0)
+            received[pid] = received.get(pid, b"") + data
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    with theirs:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "evidence_gate_pytest", "-p", "no:cacheprovider",
+             f"--evidence-gate-channel={theirs.fileno()}", *args],
+            cwd=gate.path, pass_fds=[theirs.fileno()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = process.communicate(timeout=TIMEOUT)[0]
+    reader.join(timeout=TIMEOUT)
+    ours.close()
+    return process.returncode, process.pid, received, output.decode(errors="replace")
+
+
+def lines_of(data):
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def test_records_go_to_the_channel_and_the_channel_to_no_program_a_test_starts(gate):
+    gate.pytester.makepyfile(test_two="""
+        import subprocess, sys
+
+        def test_a():
+            pass
+
+        def test_starts_a_program():
+            # The channel is not inherited across exec: the program finds no such descriptor.
+            fd = next(int(a.split("=")[1]) for a in sys.argv if a.startswith("--evidence-gate-channel="))
+            code = f"import os\\ntry:\\n    os.fstat({fd})\\nexcept OSError:\\n    raise SystemExit(7)"
+            assert subprocess.run([sys.executable, "-c", code], close_fds=False).returncode == 7
+    """)
+    status, pid, received, output = run_on_channel(gate)
+    assert status == 0, output
+    assert list(received) == [pid], received.keys()
+    records = lines_of(received[pid])
+    assert [r["event"] for r in records] == ["session", "start", "result", "start", "result", "end"]
+    assert {r["outcome"] for r in results(records).values()} == {"passed"}
+    assert not gate.records_path.exists()
+
+
+def test_a_channel_that_is_not_a_socket_is_a_usage_error(gate):
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result = gate.run("--evidence-gate-channel=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--evidence-gate-channel=0: descriptor 0 is not a socket*"])
+
+
+def test_a_forked_child_that_goes_on_as_pytest_writes_under_its_own_pid(gate):
+    gate.pytester.makepyfile(test_fork="""
+        import os
+
+        def test_forks():
+            child = os.fork()
+            if child == 0:
+                return  # on with the session, as if it were pytest
+            os.waitpid(child, 0)
+
+        def test_after():
+            pass
+    """)
+    status, pid, received, output = run_on_channel(gate)
+    assert status == 0, output
+    assert set(received) - {pid}, "the child's records come under another pid"
+    [child] = set(received) - {pid}
+    ours, theirs = lines_of(received[pid]), lines_of(received[child])
+    assert [r["event"] for r in ours] == ["session", "start", "result", "start", "result", "end"]
+    assert [(r["event"], r.get("test")) for r in theirs] == [
+        ("result", "test_fork.py::test_forks"), ("start", "test_fork.py::test_after"),
+        ("result", "test_fork.py::test_after"), ("end", None)]
+
+
+# ------------------------------------------------------------ the end of the session
+
+
+def test_the_end_record_says_pytests_count_and_what_it_exits_with(gate):
+    gate.pytester.makeconftest("""
+        def pytest_sessionfinish(session):
+            session.exitstatus = 1
+    """)
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result, records = gate.run_records()
+    assert result.ret == 1
+    end = only(records, "end")
+    assert (end["exitstatus"], end["final"]) == (0, 1)
+    assert records[-1] == end
+
+
+def test_pytest_exit_at_session_end_is_what_the_end_record_says_it_exits_with(gate):
+    gate.pytester.makeconftest("""
+        import pytest
+
+        def pytest_sessionfinish(session):
+            pytest.exit("leaving", returncode=3)
+    """)
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result, records = gate.run_records()
+    assert result.ret == 3
+    end = only(records, "end")
+    assert (end["exitstatus"], end["final"]) == (0, 3)
+
+
+# ------------------------------------------------------- changes outside any test
+
+
+def data_groups(gate):
+    make_tree(gate.path, {"data/config.txt": "pristine\n"})
+    return [("data", "data", r"data/[^/]*", 0)]
+
+
+OUTSIDE = {
+    "conftest-import": ('open("data/config.txt", "w").write("at import\\n")\n', "collection"),
+    "collection-hook": ('def pytest_collection_finish(session):\n    open("data/config.txt", "w").write("x\\n")\n',
+                        "collection"),
+    "session-start-hook": ('def pytest_sessionstart(session):\n    open("data/new.txt", "w").write("x\\n")\n',
+                           "collection"),
+    "sessionfinish": ('def pytest_sessionfinish(session):\n    open("data/config.txt", "w").write("x\\n")\n',
+                      "session end"),
+    "unconfigure": ('import os\ndef pytest_unconfigure(config):\n    os.remove("data/config.txt")\n', "session end"),
+}
+
+
+@pytest.mark.parametrize("mode", ["auto", "scan"])
+@pytest.mark.parametrize("where", sorted(OUTSIDE))
+def test_a_change_outside_any_test_is_an_outside_record_naming_the_phase(gate, where, mode):
+    conftest, phase = OUTSIDE[where]
+    groups = data_groups(gate)
+    verified = time.time_ns()  # evgate's check before the process
+    gate.pytester.makeconftest(conftest)
+    gate.pytester.makepyfile(test_a="def test_a(): pass\ndef test_b(): pass\n")
+    _, records = gate.run_records(f"--evidence-gate-lease={mode}", f"--evidence-gate-verified-ns={verified}",
+                                  groups=groups)
+    assert [r for r in records if r["event"] == "outside"] == [{"event": "outside", "phase": phase, "changed": ["data"]}]
+    assert all(r["changed"] == [] and r["dirty"] == [] for r in results(records).values()), "no test is blamed"
+
+
+def test_a_change_before_the_leases_start_needs_evgates_verified_time(gate):
+    """What a conftest changes at import comes before the leases start: only the time evgate last
+    verified the groups tells it from the state they were listed in."""
+    groups = data_groups(gate)
+    verified = time.time_ns()
+    time.sleep(0.2)  # older than the racy window: only the verified time makes the plugin look
+    gate.pytester.makeconftest('open("data/config.txt", "w").write("at import\\n")\n')
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    _, records = gate.run_records(groups=groups)
+    assert [r for r in records if r["event"] == "outside"] == []  # unseen without it
+    gate.records_path.unlink()
+    (gate.path / "data/config.txt").write_text("pristine\n")
+    _, records = gate.run_records(f"--evidence-gate-verified-ns={verified}", groups=groups)
+    assert [r["phase"] for r in records if r["event"] == "outside"] == ["collection"]
+
+
+@pytest.mark.parametrize("change", ["removed", "added"])
+def test_a_file_removed_or_added_before_the_leases_start_is_a_change(gate, change):
+    listed = write_groups(gate.path, data_groups(gate))  # as evgate listed the group
+    verified = time.time_ns()
+    time.sleep(0.2)
+    if change == "removed":
+        (gate.path / "data/config.txt").unlink()
+    else:
+        (gate.path / "data/new.txt").write_text("new\n")
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    _, records = gate.run_records(f"--evidence-gate-verified-ns={verified}", f"--evidence-gate-groups={listed}")
+    assert [r["phase"] for r in records if r["event"] == "outside"] == ["collection"]
+
+
+# ------------------------------------------------------------------ honest blame
+
+
+LEFT_BEHIND = {
+    "thread": """
+        import threading, time
+
+        def write_later():
+            time.sleep(0.3)
+            open("data/config.txt", "w").write("late\\n")
+
+        def test_x():
+            threading.Thread(target=write_later, name="late-writer", daemon=True).start()
+    """,
+    "process": """
+        import subprocess, sys
+
+        def test_x():
+            subprocess.Popen([sys.executable, "-c",
+                              "import time; time.sleep(0.3); open('data/config.txt', 'w').write('late')"])
+    """,
+}
+
+
+@pytest.mark.parametrize("what", sorted(LEFT_BEHIND))
+def test_a_change_while_an_earlier_tests_leftovers_run_is_blamed_on_nobody(gate, what):
+    groups = data_groups(gate)
+    gate.pytester.makepyfile(test_left=textwrap.dedent(LEFT_BEHIND[what]) + textwrap.dedent("""
+        import time
+
+        def test_y():
+            time.sleep(1.0)
+
+        def test_z():
+            pass
+    """))
+    _, records = gate.run_records(groups=groups)
+    got = results(records)
+    y = got["test_left.py::test_y"]
+    assert (y["changed"], y["dirty"], y["unblamed"]) == (["data"], [], ["data"]), y
+    kind = "a thread left by test_left.py::test_x ('late-writer')" if what == "thread" else \
+        "a process left by test_left.py::test_x (pid "
+    assert y["leftover"].startswith(kind), y
+    assert "unblamed" not in got["test_left.py::test_z"]  # what was left is gone: blame is certain again
+    assert "unblamed" not in got["test_left.py::test_x"]
+
+
+def test_a_thread_a_test_joins_is_no_leftover(gate):
+    groups = data_groups(gate)
+    gate.pytester.makepyfile(test_joined="""
+        import threading
+
+        def test_x():
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+
+        def test_y():
+            open("data/config.txt", "w").write("polluted\\n")
+    """)
+    _, records = gate.run_records(groups=groups)
+    y = results(records)["test_joined.py::test_y"]
+    assert (y["dirty"], "unblamed" in y) == (["data"], False), y

@@ -9,7 +9,20 @@
 
 #include <unistd.h>
 
+#include "run_records.hpp"
+
 namespace evgate::test {
+
+// `records` with its last line, a `finished` record, sealed as evgate seals it: the length and
+// digest of everything before it (other text is returned as it is).
+inline std::string sealed(const std::string& records) {
+    const auto previous = records.size() < 2 ? std::string::npos : records.rfind('\n', records.size() - 2);
+    const auto start = previous == std::string::npos ? 0 : previous + 1;
+    if (records.find(R"("finished")", start) == std::string::npos || records.back() != '\n') return records;
+    const std::string before = records.substr(0, start);
+    const std::string last = records.substr(start, records.size() - start - 2);  // without "}\n"
+    return before + last + R"(,"bytes":)" + std::to_string(before.size()) + R"(,"digest":")" + records_digest(before) + "\"}\n";
+}
 
 // A fresh directory below the temp dir, removed (whatever it holds) at the end of the test.
 struct TempDir {

@@ -27,10 +27,11 @@ std::vector<std::string> shown(const std::vector<Attempt>& attempts) {
     return out;
 }
 
-// A run's files as the harness and the plugin leave them: plan, then records in its order.
+// A run's files as the harness and the plugin leave them: plan, then records in its order, the
+// `finished` record sealing what came before it.
 void write_run(const TempDir& dir, const LoadedRun& r, const std::string& records) {
     write_plan(dir.path / (r.plan.id + ".plan.json"), r.plan);
-    write_file_atomic(dir.path / (r.plan.id + ".jsonl"), records);
+    write_file_atomic(dir.path / (r.plan.id + ".jsonl"), test::sealed(records));
 }
 
 std::string result(const std::string& test, const std::string& outcome, const std::string& extra = "") {

@@ -31,7 +31,7 @@ const char* const kSpaced =
     R"({"complete": true, "event": "finished", "note": "", "processes": 2, "receipt": "r1"})" "\n";
 
 RunRecords read(const TempDir& dir, const std::string& text) {
-    write_file_atomic(dir.path / "seed.0.jsonl", text);
+    write_file_atomic(dir.path / "seed.0.jsonl", test::sealed(text));
     return read_run_records(dir.path / "seed.0.jsonl");
 }
 
@@ -95,4 +95,86 @@ TEST_CASE("a run without records has none", "[run_records]") {
     const auto run = read_run_records(dir.path / "absent.jsonl");
     CHECK(run.results.empty());
     CHECK_FALSE(run.finished);
+}
+
+TEST_CASE("the finished record seals the records before it: an edit or an append blocks the run", "[run_records]") {
+    TempDir dir;
+    const auto file = dir.path / "seed.0.jsonl";
+    const auto name = file.string();
+    {
+        RecordsFile records(file);
+        records.append(R"({"event":"start","test":"t::a"})" "\n" R"({"event":"result","test":"t::a","outcome":"failed"})" "\n");
+        records.append_record(R"({"event":"end","exitstatus":1})");
+        records.finish(R"({"event":"finished","complete":true,"receipt":"r1"})");
+    }
+    const auto sealed = read_file(file);
+    CHECK(read_run_records(file).finished == std::optional<bool>(true));
+    CHECK(sealed.find(R"("bytes":)" + std::to_string(sealed.rfind("{\"event\":\"finished\"")) + ",") != std::string::npos);
+
+    auto edited = sealed;
+    edited.replace(edited.find("failed"), 6, "passed");  // the same length: only the digest tells
+    write_file_atomic(file, edited);
+    CHECK_THROWS_WITH(read_run_records(file),
+                      Catch::StartsWith(name + ":4: the records before the 'finished' record are not what evgate wrote (") &&
+                          Catch::EndsWith("): the file was changed after evgate wrote it"));
+
+    write_file_atomic(file, sealed + R"({"event":"result","test":"t::a","outcome":"passed"})" "\n");
+    CHECK_THROWS_WITH(read_run_records(file), name + ":5: a record after the 'finished' record: the file was appended to after evgate closed it");
+
+    const auto unsealed = sealed.substr(0, sealed.find(R"(,"bytes")")) + "}\n";
+    write_file_atomic(file, unsealed);
+    CHECK_THROWS_WITH(read_run_records(file), Catch::Contains(":4: the 'finished' record carries no length and digest"));
+
+    // The DOM-free reader the gate streams with checks the same.
+    std::string storage;
+    write_file_atomic(file, edited);
+    CHECK_THROWS_AS(read_records(file, storage, [](const RunRecord&) {}), InputError);
+}
+
+TEST_CASE("a records file starts empty, and clear() empties it for a run done again", "[run_records]") {
+    TempDir dir;
+    const auto file = dir.path / "seed.0.jsonl";
+    write_file_atomic(file, "left from an earlier invocation\n");
+    RecordsFile records(file);
+    CHECK(read_file(file).empty());
+    records.append_record(R"({"event":"start","test":"t::a"})");
+    records.clear();
+    records.append_record(R"({"event":"start","test":"t::b"})");
+    CHECK(read_file(file) == R"({"event":"start","test":"t::b"})" "\n");
+    CHECK(records.text() == read_file(file));
+}
+
+TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order, exit status", "[run_records]") {
+    const auto run = parse_run_records(
+        R"({"event":"session","rootdir":"/r"})" "\n"
+        R"({"event":"outside","phase":"collection","changed":["data"]})" "\n"
+        R"({"event":"start","test":"t::y"})" "\n"
+        R"x({"event":"result","test":"t::y","outcome":"passed","changed":["data","db"],"dirty":[],"unblamed":["data","db"],"leftover":"a thread left by t::x ('Thread-1')"})x" "\n"
+        R"({"event":"outside","phase":"session end","changed":["db"]})" "\n"
+        R"({"event":"end","exitstatus":0,"final":1})" "\n"
+        R"({"event":"status","reason":"a pytest_sessionfinish hook changed it"})" "\n"
+        R"({"event":"session","rootdir":"/r"})" "\n"
+        R"({"event":"foreign","pid":7,"reason":"a process forked during t::y (pid 7) wrote a result record"})" "\n"
+        R"({"event":"order","reason":"t::b ran 1st, planned 2nd"})" "\n"
+        R"({"event":"outside","phase":"exit","changed":["data"]})" "\n",
+        "seed.0.jsonl");
+    std::vector<std::string> shown;
+    for (const auto& d : run.doubts) shown.push_back(d.check + "@" + std::to_string(d.process) + ": " + d.reason);
+    CHECK(shown == std::vector<std::string>{
+                       "outside@1: fixture group 'data' changed outside any test, at start-up or collection (a conftest, "
+                       "plugin or test module imported, a session-start or collection hook)",
+                       "uncertain@1: groups 'data', 'db' changed during t::y while a thread left by t::x ('Thread-1') was "
+                       "running: not blamed on either",
+                       "outside@1: fixture group 'db' changed outside any test, at session end (a pytest_sessionfinish or "
+                       "pytest_unconfigure hook)",
+                       "exit-status@1: a pytest_sessionfinish hook changed it",
+                       "foreign@2: a process forked during t::y (pid 7) wrote a result record",
+                       "order@2: t::b ran 1st, planned 2nd",
+                       "outside@2: fixture group 'data' changed outside any test, after pytest's session ended (an "
+                       "atexit handler, or a thread or process still running)"});
+    CHECK(run.final_statuses == std::vector<int>{1});
+    CHECK(run.changed_outside == std::vector<std::string>{"data", "db", "data"});
+    CHECK(run.results.at("t::y").dirty.empty());
+    CHECK_THROWS_WITH(parse_run_records(R"({"event":"outside","changed":[]})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'phase'");
+    CHECK_THROWS_WITH(parse_run_records(R"({"event":"order"})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'reason'");
 }

@@ -6,6 +6,7 @@
 
 #include "commands/commands.hpp"
 #include "error.hpp"
+#include "process.hpp"
 
 namespace po = boost::program_options;
 
@@ -55,7 +56,16 @@ int run_cli(int argc, char** argv) {
     for (const auto& command : kCommands) {
         if (words[0] != command.name) continue;
         try {
-            return command.handler(Args(words.begin() + 1, words.end()));
+            install_stop_handlers();
+            const int status = command.handler(Args(words.begin() + 1, words.end()));
+            // Asked to stop while no child ran (a snapshot, a restore): that work is done, but
+            // whoever asked still hears that evgate stopped.
+            throw_if_stopped();
+            return status;
+        } catch (const Stopped& e) {
+            // What was owed is done (processes killed, groups restored): the shell's convention.
+            std::cerr << "evgate: " << command.name << ": " << e.what() << '\n';
+            return 128 + e.signal();
         } catch (const po::error& e) {
             std::cerr << "evgate: error: " << command.name << ": " << e.what() << '\n';
             return 2;

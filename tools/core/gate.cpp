@@ -111,6 +111,32 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
     return rows;
 }
 
+// A run whose records doubt it (run_records.hpp, RunDoubt) is no evidence of what it ran: one
+// blocking suite row per run and check, `<check>:<run>`, naming the run and, where it had
+// several, the pytest process. A group changed where no test can be blamed is a polluter's
+// verdict without a test; the rest is evidence that is missing.
+std::vector<LedgerRow> doubt_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    for (const auto& run : input.runs.runs()) {
+        if (!run.problem.empty()) continue;  // run_rows blocks on it
+        const auto& r = run.records;
+        std::vector<std::pair<std::string, std::string>> checks;  // check -> reasons, in the order first seen
+        for (const auto& doubt : r.doubts) {
+            std::string where = run.plan.id;
+            if (r.sessions.size() > 1 && doubt.process > 0)
+                where += ", pytest process " + std::to_string(doubt.process) + " of " + std::to_string(r.sessions.size());
+            auto it = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == doubt.check; });
+            if (it == checks.end()) it = checks.insert(checks.end(), {doubt.check, ""});
+            it->second += (it->second.empty() ? "" : "; ") + doubt.reason + " (" + where + ")";
+        }
+        for (auto& [check, reason] : checks) {
+            const bool polluted = check == "outside" || check == "uncertain";
+            rows.push_back(suite_row(check + ":" + run.plan.id, polluted ? "polluter" : "missing", std::move(reason)));
+        }
+    }
+    return rows;
+}
+
 LedgerRow warning_row(std::string check, std::string reason) {
     auto row = suite_row(std::move(check), "stable", "warning: " + std::move(reason));
     row.warning = true;
@@ -550,7 +576,7 @@ std::vector<LedgerRow> receipt_rows(const GateInput& input) { return collection_
 
 std::vector<LedgerRow> build_ledger(const GateInput& input) {
     std::vector<LedgerRow> rows = collection_rows(input);
-    for (auto* more : {&quarantine_rows, &run_rows, &runner_rows}) {
+    for (auto* more : {&quarantine_rows, &run_rows, &doubt_rows, &runner_rows}) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }

@@ -187,6 +187,7 @@ void RunMatrix::Parsed::read(const fs::path& plan_file) {
             if (record.event == RunRecord::Event::result) {
                 results.push_back({position_of(record.test), record.test, record.outcome, record.message,
                                    record.dirty ? *record.dirty : std::vector<std::string_view>{}});
+                if (record.unblamed && !record.unblamed->empty()) add_record(r.records, record);  // the doubt it raises
             } else if (record.event == RunRecord::Event::interrupted) {
                 interrupted.push_back(record.test);
             } else if (record.event != RunRecord::Event::start) {

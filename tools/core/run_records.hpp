@@ -1,5 +1,8 @@
-// Run records: the JSON Lines a run leaves behind. The plugin appends session/start/result/end
-// records; the harness appends interrupted/torn/finished. Append-only, one record a line.
+// Run records: the JSON Lines a run leaves behind. The plugin sends session/start/result/
+// outside/end records through the record channel; evgate writes them, and its own
+// interrupted/torn/foreign/outside/order/status records, and closes the file with a `finished`
+// record that carries the length and digest of everything before it: a file anyone else
+// appended to or edited is not evidence. One record a line.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,16 @@ struct TestResult {
     std::vector<std::string> changed;  // every group it changed, declared or not
 };
 
+// Something a run's records say that makes the run no evidence of what it ran, as a suite
+// row says it: a group changed outside any test, a change nobody can be blamed for, records
+// sent by another process, tests run in another order than planned, an exit status the
+// results do not explain.
+struct RunDoubt {
+    std::string check;   // outside, uncertain, foreign, order, exit-status
+    std::string reason;  // one sentence, without the run's name
+    int process = 0;     // the pytest process of the run it concerns, from 1; 0: not known
+};
+
 struct RunRecords {
     std::vector<SessionInfo> sessions;  // one per pytest process of the run
     std::vector<std::string> started;   // every start, in order
@@ -37,6 +50,9 @@ struct RunRecords {
     std::map<std::string, std::string> interrupted;  // test -> why the interpreter died
     int processes_ended = 0;                         // end records
     std::vector<int> exit_statuses;                  // pytest's, from each end record
+    std::vector<int> final_statuses;                 // the same after every pytest_sessionfinish hook
+    std::vector<RunDoubt> doubts;
+    std::vector<std::string> changed_outside;  // groups its `outside` records name
     int torn = 0;                                    // torn tails the harness cut off
     std::optional<bool> finished;                    // the harness's verdict on the run
     std::string finish_note;
@@ -48,7 +64,7 @@ RunRecords read_run_records(const std::filesystem::path& file);
 // One record as read: checked, with views into the file's bytes that stay valid while the
 // callback runs. Fields an event does not have are empty.
 struct RunRecord {
-    enum class Event { session, start, result, end, interrupted, torn, finished };
+    enum class Event { session, start, result, end, interrupted, torn, finished, outside, foreign, order, status };
     Event event = Event::torn;
     int line = 0;
     std::string_view test;     // start, result, interrupted
@@ -56,7 +72,10 @@ struct RunRecord {
     std::string_view message;  // result
     const std::vector<std::string_view>* dirty = nullptr;    // result
     const std::vector<std::string_view>* changed = nullptr;  // result
-    std::string_view reason;   // interrupted
+    const std::vector<std::string_view>* unblamed = nullptr;  // result: undeclared changes made while another test's leftovers ran
+    std::string_view leftover;  // result: what those leftovers were
+    std::string_view reason;   // interrupted, foreign, order, status
+    std::string_view phase;    // outside
     std::string_view rootdir;  // session
     std::optional<std::string_view> configfile;
     const std::vector<std::string_view>* conftests = nullptr;
@@ -65,6 +84,7 @@ struct RunRecord {
     long collected = 0;
     std::string_view lease;         // session
     std::optional<int> exitstatus;  // end
+    std::optional<int> final;       // end: session.exitstatus after every pytest_sessionfinish hook
     bool complete = false;          // finished
     std::string_view note, receipt;
 };
@@ -74,12 +94,44 @@ void add_record(RunRecords& run, const RunRecord& record);
 
 // Every record of a run file in order, without a document per record: what the gate streams.
 // The file's bytes are read into `storage`, and the records' strings point into it. A file
-// that does not exist has none; a line that is not a record, or a torn last line, throws
-// InputError naming file and line.
+// that does not exist has none; a line that is not a record, a torn last line, a record after
+// the `finished` record, or a `finished` record whose length or digest is not that of the
+// bytes before it throws InputError naming file and line.
 void read_records(const std::filesystem::path& file, std::string& storage, const std::function<void(const RunRecord&)>& each);
+// The same over bytes in memory (parsed in place: `text` is changed); `source` names them.
+void parse_records(std::string& text, const std::string& source, const std::function<void(const RunRecord&)>& each);
+RunRecords parse_run_records(std::string text, const std::string& source);
 
-// Appending: the harness's own records, and repairing a tail a dead writer tore.
-void append_record(const std::filesystem::path& file, const std::string& json_object);
+// The digest a `finished` record carries of everything before it: XXH3-64, 16 hex digits.
+std::string records_digest(std::string_view bytes);
+
+// A run's records file as evgate writes it: whole lines, each appended as it comes, and all of
+// them kept in memory, which is what the run is judged on while it runs (the file's path is in
+// the build tree, where a test can reach it). finish() closes it with the `finished` record.
+class RecordsFile {
+public:
+    explicit RecordsFile(std::filesystem::path file);  // created empty
+    ~RecordsFile();
+    RecordsFile(const RecordsFile&) = delete;
+    RecordsFile& operator=(const RecordsFile&) = delete;
+
+    void append(std::string_view lines);           // one or more whole lines
+    void append_record(std::string_view json_object);
+    // The `finished` record: `json_object` (without its closing brace) gets the length and
+    // digest of everything written before it.
+    void finish(std::string json_object);
+    void clear();  // empty again: the order runs again from its start
+    const std::string& text() const { return text_; }
+    const std::filesystem::path& path() const { return file_; }
+
+private:
+    void write(std::string_view bytes);
+
+    std::filesystem::path file_;
+    int fd_ = -1;
+    std::string text_;
+};
+
 // Cuts an unterminated last line off; returns the bytes removed (0 when the file was whole).
 std::uintmax_t cut_torn_tail(const std::filesystem::path& file);
 

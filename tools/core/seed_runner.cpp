@@ -1,14 +1,17 @@
 #include "seed_runner.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <set>
+
+#include <sys/stat.h>
 
 #include "error.hpp"
 #include "json_io.hpp"
 #include "natural_order.hpp"
+#include "process_checks.hpp"
 #include "pytest_command.hpp"
+#include "record_channel.hpp"
 #include "run_records.hpp"
 
 namespace fs = std::filesystem;
@@ -49,34 +52,54 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     return std::string(json.text());
 }
 
-// Result records so far (the file grows while pytest runs); cheap enough every few seconds.
-std::size_t count_results(const fs::path& records) {
-    std::ifstream in(records, std::ios::binary);
-    std::size_t results = 0;
-    for (std::string line; std::getline(in, line);) results += line.find("\"event\":\"result\"") != std::string::npos;
-    return results;
-}
-
-// The groups the tests that started at `first` or later reported changed, declared or not.
-std::set<std::string> reported_changes(const RunRecords& records, std::size_t first) {
-    std::set<std::string> groups;
-    for (std::size_t i = first; i < records.started.size(); ++i) {
-        const auto it = records.results.find(records.started[i]);
-        if (it == records.results.end()) continue;
-        groups.insert(it->second.changed.begin(), it->second.changed.end());
-        groups.insert(it->second.dirty.begin(), it->second.dirty.end());
+// The groups this process's records say changed: in its tests, declared or not, and outside them.
+std::set<std::string> reported_changes(const RunRecords& process) {
+    std::set<std::string> groups(process.changed_outside.begin(), process.changed_outside.end());
+    for (const auto& [test, result] : process.results) {
+        groups.insert(result.changed.begin(), result.changed.end());
+        groups.insert(result.dirty.begin(), result.dirty.end());
     }
     return groups;
 }
 
-// Groups the restore had to put back that no test reported changing, quoted for a message.
-std::string unreported(const std::vector<FixtureChange>& put_back, const std::set<std::string>& reported) {
+// Groups the restore had to put back that no record of the process reported changing.
+std::vector<std::string> unreported(const std::vector<FixtureChange>& put_back, const std::set<std::string>& reported) {
     std::set<std::string> groups;
     for (const auto& change : put_back)
-        if (!reported.count(change.group)) groups.insert("'" + change.group + "'");
+        if (!reported.count(change.group)) groups.insert(change.group);
+    return {groups.begin(), groups.end()};
+}
+
+std::string quoted(const std::vector<std::string>& groups) {
     std::string out;
-    for (const auto& g : groups) out += (out.empty() ? "" : ", ") + g;
+    for (const auto& g : groups) out += (out.empty() ? "'" : ", '") + g + "'";
     return out;
+}
+
+// The order a process was given, without what it did not collect (those have no result: the
+// gate says so), as the tests it started must follow it.
+std::vector<std::string> collected_part(const std::vector<std::string>& order, const RunRecords& process) {
+    if (process.sessions.empty() || process.sessions.front().absent.empty()) return order;
+    const std::set<std::string> absent(process.sessions.front().absent.begin(), process.sessions.front().absent.end());
+    std::vector<std::string> out;
+    for (const auto& test : order)
+        if (!absent.count(test)) out.push_back(test);
+    return out;
+}
+
+// When the lease file was written: the snapshot that listed the groups from the tree as it was.
+// Files whose ctime is older are unchanged since; never later than now.
+std::int64_t listed_ns(const FixtureStore& store) {
+    struct stat st {};
+    const auto now = wall_clock_ns();
+    if (::stat(store.lease_file().c_str(), &st) != 0) return now;
+    return std::min(now, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
+}
+
+std::size_t results_in(std::string_view lines) {
+    std::size_t n = 0;
+    for (auto at = lines.find("\"event\":\"result\""); at != std::string_view::npos; at = lines.find("\"event\":\"result\"", at + 1)) ++n;
+    return n;
 }
 
 // The tests of `plan` after `position` that have no result yet.
@@ -209,18 +232,24 @@ std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& re
 
 RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
     const auto dir = plan.runs_dir.empty() ? suite.runs_dir() : plan.runs_dir;
-    const auto records = records_file(suite, plan);
     const auto order = dir / (plan.id + ".order.jsonl");
     const auto log = log_file(suite, plan.id);
     fs::create_directories(dir);
     fs::create_directories(log.parent_path());
-    fs::remove(records);
     fs::remove(log);
     empty_sandbox(suite, log);
+    // evgate writes the records itself, from what pytest sends on its channel.
+    RecordsFile records(records_file(suite, plan));
+    const auto source = records.path().string();
     FixtureStore::Lease lease(store, plan.access);  // from the first process to the last restore
     RunPlan written = plan;
     written.lease = lease.token();
     write_plan(dir / (plan.id + ".plan.json"), written);
+    // A time after which every change to the groups shows in a file's ctime, and before which
+    // they were as listed: the plugin looks again at what changed since, so a change made
+    // before its leases start (a conftest imported at start-up) is seen. For the first process,
+    // when the groups were listed (the snapshot); then, the restore check after each process.
+    auto verified_ns = listed_ns(store);
 
     RunSummary summary;
     std::vector<std::string> remaining = plan.tests;
@@ -228,72 +257,94 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     ProcessResult last;
     bool scanning = false;  // leases by stat scan: the change notifications missed a change
     std::string lease_note;
+    std::size_t results = 0;
     while (!remaining.empty()) {
         write_order(order, remaining);
-        std::vector<std::string> args = {"--evidence-gate-records=" + records.string(),
+        std::string lines;  // this process's records, as pytest sent them
+        RecordChannel channel([&](std::string_view whole) {
+            records.append(whole);
+            lines.append(whole);
+            results += results_in(whole);
+        });
+        std::vector<std::string> args = {"--evidence-gate-channel=" + std::to_string(channel.child_end()),
                                          "--evidence-gate-run=" + plan.id,
                                          "--evidence-gate-seed=" + std::to_string(plan.seed),
                                          "--evidence-gate-order=" + order.string()};
-        if (!store.empty()) args.push_back("--evidence-gate-groups=" + store.lease_file().string());
+        if (!store.empty()) {
+            args.push_back("--evidence-gate-groups=" + store.lease_file().string());
+            args.push_back("--evidence-gate-verified-ns=" + std::to_string(verified_ns));
+        }
         if (scanning) args.push_back("--evidence-gate-lease=scan");
-        const std::size_t started_before = seen.started.size();
-        const std::size_t sessions_before = seen.sessions.size();
-        const int ended_before = seen.processes_ended;
 
         auto spec = pytest_process(suite, args, log);
         spec.environment = environment_with(std::move(spec.environment), plan.environment);
         spec.cpus = plan.cpus;
+        spec.channel = &channel;
+        spec.return_when_stopped = true;  // the restore comes first
         spec.progress = [&](std::chrono::milliseconds elapsed) {  // a long run says where it is
-            std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << count_results(records) << " of "
+            std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << results << " of "
                       << plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
         };
         const auto result = run_process(spec);
         last = result;
         ++summary.processes;
+        verified_ns = wall_clock_ns();
         const auto put_back = lease.restore();
-        if (auto cut = cut_torn_tail(records); cut > 0)
-            append_record(records, "{\"event\":\"torn\",\"bytes\":" + std::to_string(cut) + "}");
-        seen = read_run_records(records);
-        const auto reported = reported_changes(seen, started_before);
+        if (result.stopped != 0) {
+            summary.note = result.describe() + " while pytest ran; its processes were killed and the fixture groups restored";
+            records.finish(finished_record(summary, receipt.id));
+            fs::remove(order);
+            throw Stopped(result.stopped);
+        }
+        if (!channel.pytest_tail().empty())
+            records.append_record("{\"event\":\"torn\",\"bytes\":" + std::to_string(channel.pytest_tail().size()) + "}");
+        // Only the process evgate started speaks for the run; what others sent is reported.
+        for (const auto& sender : channel.foreign()) records.append_record(foreign_record(sender, lines));
+        const auto process = parse_run_records(lines, source);
+        const auto reported = reported_changes(process);
         if (!reported.empty()) lease.touched();
-        // The restore checks what the leases reported. Change notifications miss a write
+        // The restore checks what the records reported. Change notifications miss a write
         // through a memory mapping kept open: then the order runs again, from its start, with
-        // stat scans, which see it in the test that made it.
+        // stat scans, which see it in the test that made it. What the scans do not see either
+        // was changed after the session ended.
         if (const auto missed = unreported(put_back, reported); !missed.empty()) {
-            const bool notified = seen.sessions.size() > sessions_before && seen.sessions[sessions_before].lease == "inotify";
+            const bool notified = !process.sessions.empty() && process.sessions.front().lease == "inotify";
             if (notified && !scanning) {
                 scanning = true;
-                lease_note = "the change notifications missed a change to " + missed + "; the order ran again with stat scans";
-                fs::remove(records);
+                lease_note = "the change notifications missed a change to " + quoted(missed) + "; the order ran again with stat scans";
+                records.clear();
                 seen = RunRecords{};
                 remaining = plan.tests;
                 summary = RunSummary{};
+                results = 0;
                 continue;
             }
-            lease_note += (lease_note.empty() ? "" : "; ") + ("no test reported the change to " + missed +
-                                                               " (made outside any test: at session start or end?)");
+            records.append_record(outside_record("exit", missed));
+            lease_note += (lease_note.empty() ? "" : "; ") + quoted(missed) + " changed after pytest's session ended";
         }
+        if (const auto diverged = order_divergence(collected_part(remaining, process), process.started))
+            records.append_record(reason_record("order", *diverged));
+        if (const auto problem = exit_status_problem(process, result)) records.append_record(reason_record("status", *problem));
 
-        const bool ended = seen.processes_ended > ended_before;  // pytest itself finished the session
-        if (seen.sessions.size() == sessions_before) {  // pytest never reached our session record
+        if (process.sessions.empty()) {  // pytest never reached our session record
             summary.harness_ok = false;
             summary.note = "pytest did not start the tests (" + describe_pytest(result) + "); see " + log.string();
+            seen = parse_run_records(records.text(), source);
             break;
         }
         // The interpreter died, or pytest stopped (an INTERNALERROR, pytest.exit) inside a
         // test: that test is interrupted, and the rest of the order runs afresh.
         std::size_t position = plan.tests.size();
-        for (std::size_t i = seen.started.size(); i > started_before; --i) {
-            const auto& test = seen.started[i - 1];
-            if (seen.results.count(test) == 0) {
-                append_record(records, interrupted_record(test, describe_pytest(result)));
-                summary.interrupted.push_back(test);
-                position = static_cast<std::size_t>(std::find(plan.tests.begin(), plan.tests.end(), test) - plan.tests.begin());
-                break;
-            }
+        for (auto it = process.started.rbegin(); it != process.started.rend(); ++it) {
+            if (process.results.count(*it) != 0) continue;
+            records.append_record(interrupted_record(*it, describe_pytest(result)));
+            summary.interrupted.push_back(*it);
+            position = static_cast<std::size_t>(std::find(plan.tests.begin(), plan.tests.end(), *it) - plan.tests.begin());
+            break;
         }
+        seen = parse_run_records(records.text(), source);
         if (position == plan.tests.size()) {
-            if (!ended) summary.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + log.string();
+            if (process.processes_ended == 0) summary.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + log.string();
             break;
         }
         remaining = rest_of(plan, position, seen);
@@ -307,10 +358,12 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     summary.complete = summary.harness_ok && std::all_of(plan.tests.begin(), plan.tests.end(), [&](const std::string& t) {
         return seen.results.count(t) != 0 || interrupted.count(t) != 0;
     });
+    summary.results = seen.results.size();
+    for (const auto& [test, result] : seen.results) summary.failed += outcome_class(result.outcome) == "fail";
     if (!summary.complete && summary.note.empty())
         summary.note = "some planned tests have no result (" + describe_pytest(last) + "); see " + log.string();
     if (!lease_note.empty()) summary.note = lease_note + (summary.note.empty() ? "" : "; " + summary.note);
-    append_record(records, finished_record(summary, receipt.id));
+    records.finish(finished_record(summary, receipt.id));
     fs::remove(order);
     return summary;
 }

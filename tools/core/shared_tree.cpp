@@ -163,4 +163,14 @@ bool overlapped_a_change(const std::vector<RunSpan>& spans, const std::string& t
     return false;
 }
 
+bool changed_beside_another(const std::vector<RunSpan>& spans, const std::string& token) {
+    if (token.empty()) return false;
+    for (const auto& own : spans) {
+        if (own.token != token || !own.touched) continue;
+        for (const auto& other : spans)
+            if (other.token != token && other.start_ns < own.end_ns && own.start_ns < other.end_ns) return true;
+    }
+    return false;
+}
+
 }  // namespace evgate

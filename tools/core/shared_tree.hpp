@@ -67,5 +67,9 @@ void prune_stores(const std::filesystem::path& root);
 // Whether the run with `token` ran while another run changed the groups. A run without a
 // span (never leased, or killed before it logged one) overlapped nothing that is known.
 bool overlapped_a_change(const std::vector<RunSpan>& spans, const std::string& token);
+// Whether the run with `token` changed the groups while another run went beside it: what its
+// leases saw may be the other run's doing (a file it made and removed again, which that run's
+// own restore never sees), so its blame is not certain until it runs alone.
+bool changed_beside_another(const std::vector<RunSpan>& spans, const std::string& token);
 
 }  // namespace evgate

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -96,11 +97,9 @@ std::optional<int> shard_step(const SuiteConfig& suite, const Receipt& receipt, 
 void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
     static std::mutex one_line_at_a_time;  // reruns report from several threads
     const std::lock_guard<std::mutex> lock(one_line_at_a_time);
-    const auto records = read_run_records(records_file(suite, plan.id));
-    int failed = 0;
-    for (const auto& [test, result] : records.results) failed += outcome_class(result.outcome) == "fail";
-    std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << records.results.size() << " of "
-              << plan.tests.size() << " tests ran, " << failed << " failed, " << summary.interrupted.size()
+    // From what evgate wrote, not from the file: a test may have changed that (the gate says so).
+    std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << summary.results << " of "
+              << plan.tests.size() << " tests ran, " << summary.failed << " failed, " << summary.interrupted.size()
               << " interrupted, " << summary.processes << " pytest process(es)"
               << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
 }
@@ -201,11 +200,16 @@ int cmd_replay(const Args& args) {
 namespace {
 
 // A run that went beside a run that changed the fixture groups may have read what that run
-// wrote: it is done again, alone. `plan` as written, with the lease it ran under.
+// wrote, and a run whose tests changed them beside another run may be blamed for what that run
+// did: either is done again, alone. `plan` as written, with the lease it ran under; the redo's
+// records replace the first.
 int redo_if_overlapped(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, RunPlan plan) {
-    if (!store.overlapped_a_change(plan.lease)) return 0;
+    const bool read_a_change = store.overlapped_a_change(plan.lease);
+    if (!read_a_change && !changed_beside_another(read_spans(suite.root), plan.lease)) return 0;
     std::cout << "evgate: " << suite.name << ": " << plan.id
-              << " ran beside a run that changed the fixture groups; running it again, alone\n";
+              << (read_a_change ? " ran beside a run that changed the fixture groups"
+                                : " changed the fixture groups while another run went beside it")
+              << "; running it again, alone\n";
     plan.access = TreeAccess::exclusive;
     return run_and_report(suite, receipt, store, plan);
 }
@@ -217,16 +221,25 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
     const auto workers = access == TreeAccess::shared ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
     std::atomic<std::size_t> next{0};
     std::atomic<int> status{0};
+    std::mutex failure_mutex;
+    std::exception_ptr failure;  // the first error (a stop request among them): no more runs start
     std::vector<std::thread> threads;
     for (unsigned w = 0; w < workers; ++w) {
         threads.emplace_back([&] {
             for (std::size_t i; (i = next++) < plans.size();) {
                 plans[i].access = access;
-                status |= run_and_report(suite, receipt, store, plans[i]);
+                try {
+                    status |= run_and_report(suite, receipt, store, plans[i]);
+                } catch (...) {
+                    const std::lock_guard<std::mutex> lock(failure_mutex);
+                    if (!failure) failure = std::current_exception();
+                    next = plans.size();
+                }
             }
         });
     }
     for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
     for (const auto& plan : plans) status |= redo_if_overlapped(suite, receipt, store, read_plan(plan_file(suite, plan.id)));
     return status;
 }
