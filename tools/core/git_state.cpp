@@ -8,10 +8,8 @@
 namespace fs = std::filesystem;
 
 namespace evgate {
-namespace {
 
-// Runs git in ROOT; its output, or nullopt when it failed.
-std::optional<std::string> git(const fs::path& root, const fs::path& scratch, std::vector<std::string> args) {
+std::optional<std::string> run_git(const fs::path& root, const fs::path& scratch, const std::vector<std::string>& args) {
     ProcessSpec spec;
     spec.argv = {"git", "--no-optional-locks", "-C", root.string()};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -27,17 +25,19 @@ std::optional<std::string> git(const fs::path& root, const fs::path& scratch, st
     return text;
 }
 
+namespace {
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
 
 std::optional<GitState> read_git_state(const fs::path& root, const fs::path& scratch) {
-    auto inside = git(root, scratch, {"rev-parse", "--is-inside-work-tree"});
+    auto inside = run_git(root, scratch, {"rev-parse", "--is-inside-work-tree"});
     if (!inside || first_line(*inside) != "true") return std::nullopt;
     GitState state;
-    state.head = first_line(git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
-    state.branch = first_line(git(root, scratch, {"branch", "--show-current"}).value_or(""));
-    std::istringstream status(git(root, scratch, {"status", "--porcelain", "--", "."}).value_or(""));
+    state.head = first_line(run_git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
+    state.branch = first_line(run_git(root, scratch, {"branch", "--show-current"}).value_or(""));
+    std::istringstream status(run_git(root, scratch, {"status", "--porcelain", "--", "."}).value_or(""));
     for (std::string line; std::getline(status, line);)
         if (!line.empty()) state.dirty.push_back(line);
     return state;

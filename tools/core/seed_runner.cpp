@@ -217,7 +217,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     fs::remove(records);
     fs::remove(log);
     empty_sandbox(suite, log);
-    FixtureStore::Lease lease(store, plan.access);  // from the first process to the last restore
+    FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore
     RunPlan written = plan;
     written.lease = lease.token();
     write_plan(dir / (plan.id + ".plan.json"), written);

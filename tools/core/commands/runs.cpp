@@ -26,7 +26,7 @@ namespace po = boost::program_options;
 namespace evgate {
 
 int cmd_fixtures(const Args& args) {
-    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups as pristine");
+    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups and the source tree as pristine");
     auto vm = parse("fixtures", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
@@ -36,7 +36,7 @@ int cmd_fixtures(const Args& args) {
         if (!interrupted.kept.empty()) std::cout << " (what it left is kept in " << interrupted.kept.string() << ")";
         std::cout << "\n";
     }
-    store.snapshot();
+    for (const auto& note : store.snapshot()) std::cout << "evgate: " << suite.name << ": " << note << '\n';
     std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
     return 0;
 }
@@ -58,7 +58,13 @@ int cmd_receipt(const Args& args) {
     const auto suite = suite_of(*vm);
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
-    const auto receipt = take_receipt(suite);
+    // The collection is a pytest process like any run: the tree is snapshotted before it, and
+    // what its imports changed is put back and blocks (never taken for pristine).
+    Receipt receipt;
+    FixtureStore store(suite);
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite); });
+    if (changed.changed())
+        std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
