@@ -28,7 +28,7 @@ import types
 
 import pytest
 
-from evidence_gate_leases import Leases
+from evidence_gate_leases import SOURCE_TREE, Leases
 from evidence_gate_manifest import write_json_atomic
 
 SCHEMA = 1
@@ -213,8 +213,9 @@ class RunRecorder:
             "phases": {when: report.outcome for when, report in self.reports.items()},
             "duration": sum(report.duration for report in self.reports.values()),
             "changed": changed,
-            "dirty": [group for group in changed if group not in declared],
+            "dirty": [group for group in changed if group not in declared and group != SOURCE_TREE],
             "message": message,
+            "tree": self.leases.tree_touched if self.leases is not None else [],  # outside the groups
         })
 
     def pytest_runtest_logreport(self, report):

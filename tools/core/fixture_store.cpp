@@ -915,9 +915,10 @@ std::vector<TreeFinding> FixtureStore::findings(const std::map<std::string, std:
         const auto run = optional_string(doc, "run", "").value_or("");
         for (const auto& path : paths_member(doc, "left")) left.emplace(path, run.empty() ? "a run" : run);
         const auto current = runs.find(token);
-        if (current == runs.end()) continue;  // an execution done again since, or another invocation's
+        auto restored = paths_member(doc, "restored");
+        if (current == runs.end() || restored.empty()) continue;  // an execution done again since, or another invocation's
         auto& entry = by_run[current->second];
-        for (auto& path : paths_member(doc, "restored")) entry.first.insert(std::move(path));
+        for (auto& path : restored) entry.first.insert(std::move(path));
         if (const auto kept = optional_string(doc, "kept", "").value_or(""); !kept.empty()) entry.second = kept;
     }
     for (const auto& [run, entry] : by_run)
