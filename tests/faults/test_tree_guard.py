@@ -310,3 +310,230 @@ def test_new_files_a_run_leaves_are_named_never_removed_and_scratch_files_are_fi
     os.remove(project.root / "run.log")
     project.check_tree()
     project.check_canary()
+
+
+# ============================================================== 4. state another user could plant
+
+READS_CONFIG = """
+    from pathlib import Path
+
+    def test_reads_config():
+        assert Path("data/config.txt").read_text() == "pristine\\n"
+"""
+
+
+def root_key(root):
+    """How evgate names the state of a ROOT: a digest of its canonical path."""
+    import hashlib
+    return hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
+
+
+def private_temp(project, monkeypatch):
+    """A temp directory of this scenario's own (what it plants there disturbs no other run)."""
+    tmp = project.tmp / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("EVIDENCE_GATE_STATE_DIR", raising=False)
+    return tmp
+
+
+def plant_store(project, where, content):
+    """A fixture directory of another user's making: a lease of data/config.txt whose pristine
+    copy is their content, and a marker nobody holds (a killed run's restore, pending)."""
+    import hashlib
+    store = where / "planted" / "fixtures"
+    (store / "pristine" / "data").mkdir(parents=True)
+    (store / "pristine" / "data" / "config.txt").write_text(content)
+    (store / "pending").mkdir()
+    (store / "pending" / "abandoned").write_text("")
+    identity = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+    (store / "groups.json").write_text(json.dumps({"schema": 1, "root": str(project.root), "groups": [{
+        "name": "data", "pattern": "data/*", "regex": "data/[^/]*", "base": "data", "max_depth": 0,
+        "files": [{"path": "data/config.txt", "identity": identity, "mode": 0o644, "size": len(content)}]}]}))
+    subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(where / "planted")], check=True)
+    return store
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="plants files as another user")
+def test_a_registry_another_user_planted_in_the_temp_directory_is_never_used(project, monkeypatch):
+    """Before, the registry of build trees over a ROOT lived at a name in the shared temp
+    directory: another user could list a fixture directory of theirs, and the next run
+    "completed its restore" by writing their content into this user's tree."""
+    tmp = private_temp(project, monkeypatch)
+    project.write("data/config.txt", "pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, READS_CONFIG)
+    project.suite(f"{FAST} TESTS tests")
+    store = plant_store(project, tmp, "planted by another user\n")
+    registry = tmp / f"evidence-gate-{root_key(project.root)}.stores"
+    registry.write_text(f"{store}\n")
+    for name in (registry.name, registry.with_suffix(".spans").name):
+        (tmp / name).touch()
+        os.chown(tmp / name, NOBODY, NOBODY)
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_ok(project, result, "a run beside a planted registry")
+        assert "planted" not in step_output(project.build, f"{SUITE}.fixtures"), result.describe()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="plants a directory as another user")
+@pytest.mark.parametrize("plant", ["owned-by-another-user", "group-writable", "a-link"])
+def test_a_state_directory_that_is_not_the_users_own_is_refused_with_a_clear_error(project, monkeypatch, plant):
+    tmp = private_temp(project, monkeypatch)
+    state = tmp / f"evidence-gate-{os.geteuid()}"
+    if plant == "a-link":
+        (tmp / "elsewhere").mkdir(mode=0o700)
+        state.symlink_to(tmp / "elsewhere")
+    else:
+        state.mkdir(mode=0o700)
+        if plant == "owned-by-another-user":
+            os.chown(state, NOBODY, NOBODY)
+        else:
+            state.chmod(0o770)
+    project.write("data/config.txt", "pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, READS_CONFIG)
+    project.suite(f"{FAST} TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_never_green(project, result, f"a state directory {plant}")
+        why = {"owned-by-another-user": f"is owned by uid {NOBODY}, not by you \\(uid 0\\)",
+               "group-writable": r"has mode 0770 \(group or other permission bits\)",
+               "a-link": "is a symbolic link"}[plant]
+        expect_message(result, rf"evgate: error: the state directory '{state}' {why}: refusing to trust it \(another "
+                               r"user could have planted it\); (remove it|chmod 700 it)", "the refusal names the directory")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the suite as another user")
+def test_a_lock_another_user_created_does_not_deny_the_suite(build_dir, canary, monkeypatch):
+    """Before, the tree lock was a file in the shared temp directory: whoever created it first
+    (mode 0644) denied the suite to every other user. State is per user now."""
+    with nobody_project(build_dir, canary, monkeypatch) as project:
+        project.write("data/config.txt", "pristine\n")
+        project.write("fixtures.manifest", "data: data/*\n")
+        project.write(TEST_FILE, READS_CONFIG)
+        project.suite(f"{FAST} TESTS tests")
+        give_to_nobody(project.tmp)
+        tmp = project.tmp / "tmp"
+        for suffix in (".lock", ".spans", ".stores"):  # root's, as another user's run would leave them
+            path = tmp / f"evidence-gate-{root_key(project.root)}{suffix}"
+            path.write_text("")
+            path.chmod(0o644)
+        with project.checked():
+            assert project.configure(wrapper=AS_NOBODY).returncode == 0, project.results[-1].describe()
+            result = project.ctest("-L", "evidence", wrapper=AS_NOBODY)
+            expect_ok(project, result, "a run as nobody beside root's lock")
+
+
+def test_a_temp_directory_that_does_not_exist_is_a_note_never_an_internal_error(project, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(project.tmp / "no-such-directory"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    project.write("data/config.txt", "pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, READS_CONFIG)
+    project.suite(f"{FAST} TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_ok(project, result, "a run with TMPDIR missing")
+        fixtures = step_output(project.build, f"{SUITE}.fixtures") or ""
+        assert f"evgate: note: TMPDIR '{project.tmp}/no-such-directory' is not a directory; using /tmp" in fixtures, \
+            fixtures
+
+
+# ============================================================== 5. the build tree inside ROOT
+
+
+@contextlib.contextmanager
+def checked_outside(project, *inside):
+    """Project.checked() for a ROOT that holds build trees: everything but them byte-identical."""
+    def digest():
+        return {rel: what for rel, what in tree_digest(project.root).items()
+                if not any(rel == top or rel.startswith(top + "/") for top in inside)}
+    before = digest()
+    yield project
+    diff = digest_diff(before, digest())
+    if diff:
+        raise TreeChanged(f"the source tree {project.root} changed:\n" + "\n".join(diff))
+    project.check_canary()
+
+
+def test_a_glob_over_the_whole_root_never_reaches_into_a_build_tree_inside_it(project):
+    """`cfg: **/*.json` with the build tree (and its evidence directory) inside ROOT: before, the
+    restore removed the build tree's receipt.json and groups.json as "added" group members."""
+    project.build = project.root / "build"
+    project.write("cfg/settings.json", '{"mode": "pristine"}\n')
+    project.write("fixtures.manifest", "cfg: **/*.json\n")
+    project.write(TEST_FILE, """
+        import json
+        from pathlib import Path
+
+        def test_reads_settings():
+            assert json.loads(Path("cfg/settings.json").read_text()) == {"mode": "pristine"}
+
+        def test_pollutes_settings():
+            Path("cfg/settings.json").write_text('{"mode": "polluted"}\\n')
+    """)
+    project.suite(f"{FAST} TESTS tests")
+    with checked_outside(project, "build"):
+        project.configured()
+        result = project.evidence()
+        expect_never_green(project, result, "a polluter")
+        ledger = ledger_of(project, result)
+        assert ledger.verdicts()[f"{TEST_FILE}::test_pollutes_settings"] == ("polluter", "block"), str(ledger)
+        assert ledger.tests[f"{TEST_FILE}::test_pollutes_settings"]["dirty"] == ["cfg"], str(ledger)
+        assert not [row for row in ledger.suite_rows if row["gate"] == "block"], str(ledger)
+        evidence = project.evidence_dir()
+        for kept in ("receipt.json", "suite.json", "fixtures/groups.json", "manifest.json"):
+            assert (evidence / kept).is_file(), f"the restore removed {kept}"
+        fixtures = step_output(project.build, f"{SUITE}.fixtures") or ""
+        assert "group 'cfg' ('**/*.json') reaches into build (a build tree, the evidence directory or .git): " \
+               "never leased, never restored" in fixtures, fixtures
+        lease = json.loads((evidence / "fixtures" / "groups.json").read_text())
+        assert [f["path"] for f in lease["groups"][0]["files"]] == ["cfg/settings.json"], lease
+
+
+# ============================================================== 6. file names that are not UTF-8
+
+NAME = os.fsdecode(b"data/caf\xe9.txt")
+
+
+def test_a_fixture_file_named_in_bytes_that_are_not_utf8_is_leased_blamed_and_restored(project):
+    """Before, groups.json carried the raw bytes: the plugin could not read it and every seed
+    failed with exit 4 (a usage error)."""
+    path = project.root / NAME
+    path.parent.mkdir(parents=True)
+    path.write_text("pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write("tests/test_a_reads.py", f"""
+        import os
+        from pathlib import Path
+
+        def test_reads_it():
+            assert Path(os.fsdecode({os.fsencode(NAME)!r})).read_text() == "pristine\\n"
+    """)
+    project.write("tests/test_b_writes.py", f"""
+        import os
+        from pathlib import Path
+
+        def test_writes_it():
+            Path(os.fsdecode({os.fsencode(NAME)!r})).write_text("polluted\\n")
+    """)
+    project.suite(f"{FAST} TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_never_green(project, result, "an undeclared write")
+        ledger = ledger_of(project, result)
+        polluters = [test for test, (verdict, _) in ledger.verdicts().items() if verdict == "polluter"]
+        assert polluters == ["tests/test_b_writes.py::test_writes_it"], str(ledger)
+        assert not [row for row in ledger.suite_rows if row["gate"] == "block"], str(ledger)
+        reader = ledger.tests["tests/test_a_reads.py::test_reads_it"]
+        assert reader["verdict"] == "stable" or reader.get("partner") == "tests/test_b_writes.py::test_writes_it", \
+            str(ledger)
+        lease = (project.evidence_dir() / "fixtures" / "groups.json").read_bytes()
+        lease.decode("utf-8")  # strict: valid UTF-8
+        assert json.loads(lease)["groups"][0]["files"][0]["path"] == NAME  # the plugin's json gives back the bytes
