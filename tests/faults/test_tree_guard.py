@@ -537,3 +537,72 @@ def test_a_fixture_file_named_in_bytes_that_are_not_utf8_is_leased_blamed_and_re
         lease = (project.evidence_dir() / "fixtures" / "groups.json").read_bytes()
         lease.decode("utf-8")  # strict: valid UTF-8
         assert json.loads(lease)["groups"][0]["files"][0]["path"] == NAME  # the plugin's json gives back the bytes
+
+
+# ============================================================== 7. scratch files of runs side by side
+
+SCRATCH_SUITE = """
+    import os
+    import time
+    from pathlib import Path
+
+    import pytest
+
+    TOOL = Path("mytool_temp")                         # a tool's scratch directory in the checkout
+    DATABASE = Path(__file__).with_name("scratch.db")  # a SQLite-like file beside the tests
+    STATE = []
+
+    @pytest.mark.parametrize("n", range(5))
+    def test_config_round_trip(n):
+        TOOL.mkdir(exist_ok=True)
+        config = TOOL / "config.ini"
+        mine = f"[run]\\npid = {os.getpid()}\\nn = {n}\\n"
+        config.write_text(mine)
+        time.sleep(0.12)
+        config.write_text(mine + "rewritten = yes\\n")
+        time.sleep(0.04)
+        assert config.read_text() == mine + "rewritten = yes\\n"
+        config.unlink()
+        TOOL.rmdir()
+
+    @pytest.mark.parametrize("n", range(5))
+    def test_database(n):
+        DATABASE.write_bytes(b"SQLite format 3\\0" + bytes([n]) * 64)
+        time.sleep(0.12)
+        assert DATABASE.read_bytes()[-1] == n
+        DATABASE.unlink()
+
+    def test_sets_state():
+        STATE.append("set")
+
+    def test_needs_state():  # order-dependent on purpose: its orders are rerun
+        assert STATE
+"""
+
+
+@pytest.mark.parametrize("lease", ["notifications", "scan"])
+def test_scratch_files_written_by_runs_side_by_side_give_the_ledger_of_one_run_at_a_time(project, lease):
+    """Tests that create, rewrite and delete scratch files inside ROOT, outside any fixture
+    group, collide when two runs go side by side (seed steps under ctest -j2, reruns in the
+    rerun step): before, that gave false `flaky` and `failing` rows. A run that touched the
+    tree outside the groups while another overlapped it is done again alone, and the rest of
+    the invocation takes turns: -j2 gives exactly the ledger of -j1."""
+    project.write(TEST_FILE, SCRATCH_SUITE)
+    arguments = "SEEDS 3 PERTURB OFF PER_TEST OFF LOCALISE 0 TESTS tests"
+    if lease == "scan":
+        arguments += " PYTEST_ARGS --evidence-gate-lease=scan"
+    project.suite(arguments)
+    ledgers = {}
+    with project.checked():
+        for jobs, attempt in ((1, 0), (2, 0), (2, 1)):
+            project.build = project.tmp / f"build-j{jobs}-{attempt}"
+            project.configured()
+            result = project.ctest("-L", "evidence", jobs=jobs)
+            ledger = ledger_of(project, result)
+            ledgers[(jobs, attempt)] = (ledger.verdicts(), sorted(row["test"] for row in ledger.blocking_suite_rows()))
+    serial = ledgers[(1, 0)]
+    assert serial[0][f"{TEST_FILE}::test_needs_state"][0] == "order-dependent", serial
+    assert {v for t, v in serial[0].items() if "needs_state" not in t} == {("stable", "pass")}, serial
+    for key, ledger in ledgers.items():
+        assert ledger == serial, f"-j{key[0]} (attempt {key[1]}) differs from -j1:\n{json.dumps(ledger, indent=1)}\n" \
+                                 f"-j1:\n{json.dumps(serial, indent=1)}"
