@@ -140,7 +140,7 @@ MODE_CHANGER = """
 """
 
 
-@pytest.mark.parametrize("mode", [0o000, 0o555, 0o700])
+@pytest.mark.parametrize("mode", [0o000, 0o555, 0o700], ids=["000", "555", "700"])
 def test_a_test_that_chmods_a_group_directory_is_its_polluter_and_the_mode_comes_back(project, mode):
     project.write("data/config.txt", "pristine\n")
     project.write("fixtures.manifest", "data: data/*\n")

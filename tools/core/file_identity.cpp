@@ -1,5 +1,6 @@
 #include "file_identity.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -154,6 +155,8 @@ std::string hex_escape(const char* prefix, unsigned byte) {
 
 std::string json_path_literal(std::string_view bytes) {
     std::string out = "\"";
+    const auto plain = [](char c) { return c >= 0x20 && c != '"' && c != '\\'; };  // ASCII that needs no escape
+    if (std::all_of(bytes.begin(), bytes.end(), plain)) return out.append(bytes) + '"';  // most names
     out.reserve(bytes.size() + 2);
     for (std::size_t i = 0; i < bytes.size();) {
         const auto c = static_cast<unsigned char>(bytes[i]);
@@ -176,6 +179,7 @@ std::string json_path_literal(std::string_view bytes) {
 }
 
 std::string path_from_json(std::string_view text) {
+    if (text.find('\xED') == std::string_view::npos) return std::string(text);  // no escaped byte: most names
     std::string bytes;
     bytes.reserve(text.size());
     for (std::size_t i = 0; i < text.size(); ++i) {

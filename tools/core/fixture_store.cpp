@@ -384,9 +384,11 @@ std::vector<std::string> split_nul(const std::string& text) {
 // one shows), which build trees it kept out of.
 class TreeLister {
 public:
+    using Known = std::function<const FileState*(const std::string&)>;  // a file hashed before and unmoved since
+
     TreeLister(const fs::path& root, std::function<bool(const std::string&, bool)> excluded,
-               const std::set<std::string>& members)
-        : root_(root), excluded_(std::move(excluded)), members_(members) {}
+               const std::set<std::string>& members, Known known)
+        : root_(root), excluded_(std::move(excluded)), members_(members), known_(std::move(known)) {}
 
     GuardedTree list(const fs::path& scratch_dir) {
         // ROOT's own files as git sees them: tracked, and untracked but not ignored (untracked
@@ -446,7 +448,8 @@ private:
         if (members_.count(path)) return;
         const auto st = lstat_of(root_ / path);
         if (!st || !(S_ISREG(st->st_mode) || S_ISLNK(st->st_mode))) return;  // gone, a submodule, a FIFO
-        if (auto state = file_state(root_ / path)) tree_.files.push_back({path, std::move(*state)});
+        if (const auto* state = known_(path)) tree_.files.push_back({path, *state});
+        else if (auto now = file_state(root_ / path)) tree_.files.push_back({path, std::move(*now)});
     }
 
     // Every file below `top`; `skip_hidden`: hidden directories are not walked (outside git).
@@ -467,6 +470,7 @@ private:
     const fs::path& root_;
     std::function<bool(const std::string&, bool)> excluded_;
     const std::set<std::string>& members_;
+    Known known_;
     std::map<std::string, TreeDirectory> dirs_;
     std::set<std::string> excluded_seen_;
     GuardedTree tree_;
@@ -568,9 +572,7 @@ std::vector<std::string> FixtureStore::take_snapshot() {
     std::set<std::string> members;
     for (const auto& group : snapshots)
         for (const auto& f : group.files) members.insert(f.path);
-    auto tree = TreeLister(root_, excluded, members).list(dir_);
-    for (auto& f : tree.files)  // hashed once per change, as the groups' files are
-        if (const auto* state = known(f.path)) f.state = *state;
+    auto tree = TreeLister(root_, excluded, members, known).list(dir_);  // hashed once per change, as the groups' files
     const auto copy = [&](const FixtureFile& f) {
         const auto it = kept.find(f.path);
         if (f.state.identity.rfind("sha256:", 0) != 0 || (it != kept.end() && it->second.identity == f.state.identity)) return;
@@ -668,8 +670,11 @@ TreeReport FixtureStore::sync(bool write, const fs::path& keep, const DirectoryS
     if (write && report.changed()) modes(false);  // directories a file's restore had to make again
     // New entries, in the directories whose mtime moved: left in place (a user's editor may
     // have saved them), but named.
-    const Members members(groups);
-    const auto member = [&](const std::string& path) { return members.contains(path); };
+    std::optional<Members> members;  // compiled only when a directory moved
+    const auto member = [&](const std::string& path) {
+        if (!members) members.emplace(groups);
+        return members->contains(path);
+    };
     std::vector<std::string> candidates;
     for (const auto& d : tree->directories) {
         const auto st = lstat_of(root_ / d.path);
@@ -828,7 +833,8 @@ TreeReport FixtureStore::guard_collection(const std::string& key, const std::str
     } catch (...) {
         failed = std::current_exception();
     }
-    const auto report = sync(true);  // what the collection left changed is never taken for pristine
+    auto report = sync(false);  // only reads, as after most collections
+    if (report.changed()) report = sync(true);  // what the collection changed is never taken for pristine
     record_collection(key, phase, report);
     if (failed) std::rethrow_exception(failed);
     return report;
