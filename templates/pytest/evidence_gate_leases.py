@@ -120,10 +120,10 @@ class Leases:
         if self.tree is None:
             return []
         touched, changed = self.tree.activity()
-        if self.tree.watches is None:  # notifications failed: evgate's check stands in from now on
-            self.tree = None
         if not touched:
             return []
+        if self.tree.watches is None:  # notifications failed: evgate's check stands in from now on
+            self.tree = None
         self.tree_touched = [printable(rel) for rel in touched[:TREE_LIST_MAX]]
         if len(touched) > TREE_LIST_MAX:
             self.tree_touched.append(f"... and {len(touched) - TREE_LIST_MAX} more")
@@ -444,6 +444,8 @@ class Tree:
         """(paths touched, guarded paths left changed) since the last call, sorted."""
         try:
             events = self.watches.read()
+            if not events:  # after most tests: one poll
+                return [], []
             touched = set()
             for wd, mask, name in events:
                 if mask & IN_Q_OVERFLOW:  # events were lost: touched, somewhere

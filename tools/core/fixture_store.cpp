@@ -542,16 +542,32 @@ std::vector<GroupSnapshot> scan(const fs::path& root, const std::vector<FixtureG
 std::vector<std::string> FixtureStore::snapshot() {
     fs::create_directories(dir_);
     const TreeLock alone(root_, TreeAccess::exclusive);
+    begin_invocation();
     return take_snapshot();
 }
 
-std::vector<std::string> FixtureStore::take_snapshot() {
+void FixtureStore::begin_invocation() {
     restore_pending_locked();
     prune_spans(root_);
     prune_stores(root_);
     register_store(root_, dir_);
     fs::remove(exclusive_marker());
     fs::remove(changes_file());  // what the runs of the last invocation changed is in its ledger
+}
+
+bool FixtureStore::snapshot_holds() {
+    if (!fs::exists(lease_file()) || !fs::exists(tree_file())) return false;
+    const auto pristine = load_pristine();
+    const bool same_groups = std::equal(pristine.begin(), pristine.end(), groups_.begin(), groups_.end(),
+                                        [](const GroupSnapshot& s, const FixtureGroup& g) {
+                                            return s.group.name == g.name && s.group.pattern == g.pattern;
+                                        });
+    if (!same_groups) return false;
+    const auto report = sync(false);
+    return !report.changed() && !report.moved;
+}
+
+std::vector<std::string> FixtureStore::take_snapshot() {
     // The pristine copy and its stamps from last time: a file whose lstat metadata has not
     // moved since is not read again (at 1 GB of fixtures, that is the whole cost).
     std::map<std::string, FileState> kept;
@@ -826,7 +842,8 @@ TreeReport FixtureStore::guard_collection(const std::string& key, const std::str
                                           const std::function<void()>& collect) {
     fs::create_directories(dir_);
     const TreeLock alone(root_, TreeAccess::exclusive);
-    take_snapshot();
+    begin_invocation();
+    if (!snapshot_holds()) take_snapshot();  // (the fixtures step has just taken one, or nothing changed since)
     std::exception_ptr failed;
     try {
         collect();

@@ -172,7 +172,13 @@ private:
     // under replaced/. `since`: directory mtimes to find new entries against (nullptr: the
     // snapshot's).
     TreeReport sync(bool write, const std::filesystem::path& keep = {}, const DirectoryStamps* since = nullptr);
+    // The start of an invocation (the tree held alone): pending restores completed, the last
+    // invocation's turn-taking and change records dropped.
+    void begin_invocation();
     std::vector<std::string> take_snapshot();  // the tree held alone
+    // Whether the last snapshot still describes the tree: same groups, nothing differs from
+    // pristine, no directory's entries moved (the tree held alone).
+    bool snapshot_holds();
     // Completes every restore owed by a build tree over ROOT (the tree held alone).
     InterruptedRestore restore_pending_locked();
     std::vector<GroupSnapshot> load_pristine() const;
