@@ -140,6 +140,13 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``LABELS label...``
     Extra CTest labels. Default: none.
+
+  State kept outside the build tree (the lock, the span log and the registry of build trees
+  of each ROOT: what decides what a restore writes into a source tree) is per user:
+  ``EVIDENCE_GATE_STATE_DIR`` if set in the environment, else ``$XDG_RUNTIME_DIR/evidence-gate``,
+  else ``<temp dir>/evidence-gate-<uid>``. It is created with mode 0700 and refused, with an
+  error naming it, unless it is a directory (not a link) of the running user with no group or
+  other permission bits.
 #]=======================================================================]
 
 include_guard(GLOBAL)

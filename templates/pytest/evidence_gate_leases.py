@@ -10,6 +10,13 @@ Every group is checked after every test, in one of two ways with the same verdic
   every member, and walk the tree again when a directory's mtime moved.
 
 Either way a file's content is hashed only when its lstat metadata moved or is "racy".
+The modes of a group's directories are part of its lease: a chmod of one is a change.
+Build trees, the evidence directory and .git are never entered, whatever a glob says.
+
+The source tree outside the groups (``Tree``) is watched by notifications only: what each
+test touched there (scratch files made, rewritten, removed) and which of the files evgate
+guards (the lease document's "tree") it left changed. Elsewhere evgate's check after each
+pytest process stands in.
 
 Writes through a shared memory mapping raise no event until the mapping's file is
 closed (IN_CLOSE_WRITE): a test that writes a member through mmap and keeps the mapping
@@ -23,6 +30,7 @@ Needs no pytest: ``evidence_gate_pytest`` drives it.
 
 import contextlib
 import errno
+import json
 import os
 import re
 import select
@@ -38,6 +46,13 @@ RACY_NS = 50_000_000
 CHUNK = 1 << 20
 
 
+# How a result names the source tree outside the groups: touched (scratch files, which are
+# nobody's), or "(source tree):<path>" for a file evgate guards that the test left changed.
+SOURCE_TREE = "(source tree)"
+# The touched paths a result lists at most.
+TREE_LIST_MAX = 20
+
+
 class Unwatchable(Exception):
     """Notifications cannot be trusted for this run; the message says why."""
 
@@ -50,7 +65,14 @@ class Leases:
     """
 
     def __init__(self, document, mode, verified_ns=None):
-        self.leases = [Lease(spec, document["root"]) for spec in document["groups"]]
+        exclude = frozenset(document.get("exclude", ()))
+        self.leases = [Lease(spec, document["root"], exclude) for spec in document["groups"]]
+        self.tree = None
+        self.tree_touched = []  # what the last check found touched outside the groups
+        if "tree" in document and mode == "auto":
+            self.tree = Tree(document, exclude, self.leases)
+            if not self.tree.start():
+                self.tree = None
         self.how = "scan" if self.leases else None
         self.note = "--evidence-gate-lease=scan" if self.leases and mode == "scan" else None
         self.watches = None
@@ -71,6 +93,11 @@ class Leases:
         self.started_changed = any(lease.changed for lease in self.leases)
 
     def check(self):
+        """The groups that changed, then SOURCE_TREE when the tree outside them was touched and
+        "(source tree):<path>" for each guarded file left changed."""
+        return self.check_groups() + self.check_tree()
+
+    def check_groups(self):
         racy_after = self.checked_ns - RACY_NS
         self.checked_ns = time.time_ns()
         if self.watches is not None:
@@ -78,7 +105,7 @@ class Leases:
                 if not self.catch_up(racy_after) and not self.started_changed:
                     return []
             except Unwatchable as e:
-                self.close()
+                self.close_watches()
                 self.how, self.note = "scan", str(e)
                 for lease in self.leases:
                     lease.rescan(lease.base, None, racy_after)
@@ -90,6 +117,20 @@ class Leases:
             lease.changed = False
         self.started_changed = False
         return sorted(lease.name for lease in changed)
+
+    def check_tree(self):
+        self.tree_touched = []
+        if self.tree is None:
+            return []
+        touched, changed = self.tree.activity()
+        if not touched:
+            return []
+        if self.tree.watches is None:  # notifications failed: evgate's check stands in from now on
+            self.tree = None
+        self.tree_touched = [printable(rel) for rel in touched[:TREE_LIST_MAX]]
+        if len(touched) > TREE_LIST_MAX:
+            self.tree_touched.append(f"... and {len(touched) - TREE_LIST_MAX} more")
+        return [SOURCE_TREE] + [f"{SOURCE_TREE}:{printable(rel)}" for rel in changed]
 
     def catch_up(self, racy_after):
         """Look at what the events since the previous check name; False if there were none."""
@@ -113,6 +154,12 @@ class Leases:
         return True
 
     def close(self):
+        self.close_watches()
+        if self.tree is not None:
+            self.tree.close()
+            self.tree = None
+
+    def close_watches(self):
         if self.watches is not None:
             self.watches.close()
             self.watches = None
@@ -126,13 +173,16 @@ class Lease:
     followed: a directory that became a link is no longer in the tree.
     """
 
-    def __init__(self, spec, root):
+    def __init__(self, spec, root, exclude=frozenset()):
         self.name = spec["name"]
         self.root = root
+        self.exclude = exclude  # build trees and the evidence directory: never entered
         self.regex = re.compile(spec["regex"])
         self.base = spec["base"]
         self.max_depth = int(spec["max_depth"])
         self.listed = {member["path"]: (member["identity"], member["mode"]) for member in spec["files"]}
+        # The modes of the group's directories, as evgate listed them; then as last seen.
+        self.modes = {d["path"]: d["mode"] for d in spec.get("directories", ())}
         parts = self.base.split("/") if self.base else []
         # Each directory above the base, with the name in it that leads on to the base.
         self.above = {"/".join(parts[:i]): parts[i] for i in range(len(parts))}
@@ -150,7 +200,14 @@ class Lease:
 
     def is_member(self, rel):
         # What evgate listed is a member whatever Python's regex dialect says.
-        return rel in self.listed or self.regex.fullmatch(rel) is not None
+        return rel in self.listed or (self.regex.fullmatch(rel) is not None and not excluded(rel, self.exclude))
+
+    def note_mode(self, rel, st):
+        """A directory's mode as it is now; a change from the last one seen is a change to the group."""
+        mode = stat.S_IMODE(st.st_mode)
+        if self.modes.get(rel, mode) != mode:
+            self.changed = True
+        self.modes[rel] = mode
 
     def start(self, watches, verified_ns=None):
         """The baseline: evgate's identities for what it listed, the present state of files that came since.
@@ -189,6 +246,8 @@ class Lease:
         for rel, mtime in self.dirs.items():
             st = lstat(self.path(rel))
             if st is None or not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns != mtime or mtime >= racy_after:
+                return True
+            if self.modes.get(rel) != stat.S_IMODE(st.st_mode):  # a chmod moves no mtime
                 return True
         return False
 
@@ -277,6 +336,8 @@ class Lease:
             if watches is not None and not watches.add(self, DIRECTORY, rel):
                 continue
             st = lstat(self.path(rel))
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                self.note_mode(rel, st)
             entries = list_directory(self.path(rel)) if st is not None and stat.S_ISDIR(st.st_mode) else None
             if entries is None:
                 if watches is not None:
@@ -288,7 +349,7 @@ class Lease:
             for entry in entries:
                 child = prefix + entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    if deeper:
+                    if deeper and not excluded(child, self.exclude):
                         pending.append((child, depth + 1))
                 elif self.is_member(child):
                     found.add(child)
@@ -307,6 +368,8 @@ class Lease:
             st = lstat(self.path(rel))
             if st is None or not stat.S_ISDIR(st.st_mode):
                 break
+            if rel:  # ROOT's own mode is the source tree's
+                self.note_mode(rel, st)
             way.append((st.st_dev, st.st_ino))
         if watches is not None:
             for rel in list(self.above)[len(way) + 1:]:  # below where the way ends
@@ -338,8 +401,132 @@ class Member:
         return True
 
 
+class Tree:
+    """The source tree outside the groups, by notifications: every directory under ROOT but
+    hidden ones, build trees and the evidence directory, on an inotify instance of its own (a
+    second watch on a group's directory in the same instance would replace the group's mask).
+
+    activity() says what was touched since it last looked: names created, removed, renamed,
+    closed after writing or chmodded (group members aside: the leases see those), and which of
+    them are files evgate guards (listed in the document's "tree", read at the first event that
+    names one) left other than before.
+    """
+
+    def __init__(self, document, exclude, leases):
+        self.root = document["root"]
+        self.exclude = exclude
+        self.leases = leases  # their members and directories are theirs
+        self.listing = document["tree"]
+        self.states = None  # guarded path -> (identity, mode); directories -> mode
+        self.watches = None
+
+    def path(self, rel):
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def start(self):
+        """Watch the tree; False when notifications cannot be trusted here."""
+        try:
+            self.watches = Watches()
+            self.watch("")
+            return True
+        except Unwatchable:
+            self.close()
+            return False
+
+    def watch(self, top):
+        """Watch `top` and the directories below it; returns every path found below it."""
+        found, pending = [], [top]
+        while pending:
+            rel = pending.pop()
+            if not self.watches.add(self, TREE, rel):
+                continue
+            for entry in list_directory(self.path(rel)) or ():
+                child = joined(rel, entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    if self.wanted(child):
+                        pending.append(child)
+                elif not self.is_member(child):
+                    found.append(child)
+        return found
+
+    def wanted(self, rel):
+        return not rel.rpartition("/")[2].startswith(".") and not excluded(rel, self.exclude)
+
+    def is_member(self, rel):
+        return any(lease.is_member(rel) or rel in lease.modes for lease in self.leases)
+
+    def activity(self):
+        """(paths touched, guarded paths left changed) since the last call, sorted."""
+        try:
+            events = self.watches.read()
+            if not events:  # after most tests: one poll
+                return [], []
+            touched = set()
+            for wd, mask, name in events:
+                if mask & IN_Q_OVERFLOW:  # events were lost: touched, somewhere
+                    touched.add(".")
+                for _, _, rel in self.watches.owners.get(wd, ()):
+                    child = joined(rel, name) if name else rel
+                    if self.is_member(child) or (name and mask & IN_ISDIR and not self.wanted(child)):
+                        continue
+                    touched.add(child or ".")
+                    if mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):  # watched before its files are listed
+                        touched.update(self.watch(child))
+                if mask & IN_IGNORED:
+                    self.watches.forget(wd)
+            self.watches.prune()
+        except Unwatchable:
+            self.close()
+            return ["."], []
+        return sorted(touched), sorted(rel for rel in touched if self.left_changed(rel))
+
+    def left_changed(self, rel):
+        """Whether a guarded file (or directory) is no longer as the last look saw it."""
+        if self.states is None:
+            self.states = read_listing(self.listing)
+        rel = "" if rel == "." else rel
+        if rel not in self.states:
+            return False  # a scratch file: nobody's
+        st = lstat(self.path(rel))
+        was = self.states[rel]
+        now = stat.S_IMODE(st.st_mode) if isinstance(was, int) and st is not None else state_of(self.path(rel), st)
+        self.states[rel] = now
+        return now != was
+
+    def close(self):
+        if self.watches is not None:
+            self.watches.close()
+            self.watches = None
+
+
+def read_listing(path):
+    """The guarded files (identity, mode) and directories (mode) evgate listed in tree.json."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError):
+        return {}  # evgate's check after the process stands in
+    states = {f["path"]: (f["identity"], f["mode"]) for f in document.get("files", ())}
+    states.update((d["path"], d["mode"]) for d in document.get("directories", ()))
+    return states
+
+
 def parent_of(rel):
     return rel.rpartition("/")[0]
+
+
+def joined(rel, name):
+    return f"{rel}/{name}" if rel else name
+
+
+def excluded(rel, exclude):
+    """Build trees and the evidence directory (evgate lists them), and version control."""
+    return rel in exclude or rel.rpartition("/")[2] == ".git"
+
+
+def printable(rel):
+    """A name for a record: bytes that are not UTF-8 (surrogate escapes) as \\xHH."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def components(rel):
@@ -402,8 +589,9 @@ def identity(path, st):
     return "sha256:" + digest.hexdigest()
 
 
-# What a watch is on: a member file, a directory of a group's tree, a directory above a base.
-FILE, DIRECTORY, ABOVE = "file", "directory", "above"
+# What a watch is on: a member file, a directory of a group's tree, a directory above a base,
+# a directory of the source tree outside the groups.
+FILE, DIRECTORY, ABOVE, TREE = "file", "directory", "above", "tree"
 
 # <sys/inotify.h>
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -416,12 +604,16 @@ IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = 0x1000000, 0x2000000, 0x40000000
 # one event per watch, which never coalesce, and a large write would overflow the queue.
 # IN_DONT_FOLLOW: a link is watched as itself; IN_ONLYDIR: a directory that became anything
 # else is not watched.
+# IN_ATTRIB on directories: a directory's mode is leased too. The source tree's directories also
+# report their files' closes after writing and metadata: nobody watches those files one by one.
 SELF_EVENTS = IN_DELETE_SELF | IN_MOVE_SELF
-DIRECTORY_MASK = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | SELF_EVENTS | IN_ONLYDIR | IN_DONT_FOLLOW
+DIRECTORY_MASK = (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | SELF_EVENTS | IN_ONLYDIR
+                  | IN_DONT_FOLLOW)
 MASKS = {
     FILE: IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | SELF_EVENTS | IN_DONT_FOLLOW,
     DIRECTORY: DIRECTORY_MASK,
     ABOVE: DIRECTORY_MASK,
+    TREE: DIRECTORY_MASK | IN_CLOSE_WRITE,
 }
 
 INOTIFY_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name

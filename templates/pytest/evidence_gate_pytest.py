@@ -33,7 +33,7 @@ import types
 
 import pytest
 
-from evidence_gate_leases import Leases
+from evidence_gate_leases import SOURCE_TREE, Leases
 from evidence_gate_manifest import write_json_atomic
 
 SCHEMA = 1
@@ -237,7 +237,7 @@ class RunRecorder:
         changed = self.leases.check() if self.leases is not None else []
         self.leftovers.note(item.nodeid)
         declared = {group for mark in item.iter_markers("writes") for group in mark.args} if changed else set()
-        dirty = [group for group in changed if group not in declared]
+        dirty = [group for group in changed if group not in declared and group != SOURCE_TREE]
         result, message = classify(self.reports)
         record = {
             "event": "result",
@@ -248,6 +248,7 @@ class RunRecorder:
             "changed": changed,
             "dirty": dirty,
             "message": message,
+            "tree": self.leases.tree_touched if self.leases is not None else [],  # outside the groups
         }
         if dirty and earlier:
             # Not certain whose change it is: neither test is blamed, evgate blocks the run.

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <rapidjson/document.h>
+
 #include "error.hpp"
 #include "file_identity.hpp"
 #include "support.hpp"
@@ -122,4 +124,23 @@ TEST_CASE("a 256 MiB sparse file is hashed in bounded memory", "[file_identity][
 TEST_CASE("a 2 GiB sparse file is hashed in bounded memory", "[file_identity][.slow]") {
     check_sparse(std::uintmax_t{1} << 31,
                  "sha256:a7c744c13cc101ed66c29f672f92455547889cc586ce6d44fe76ae824958ea51");
+}
+
+TEST_CASE("a file name that is not UTF-8 goes into JSON as \\udcXX escapes and comes back as the same bytes", "[file_identity]") {
+    std::string every_byte;
+    for (int b = 1; b < 256; ++b) every_byte += static_cast<char>(b);
+    const std::vector<std::string> names = {"caf\xe9.txt", "caf\xc3\xa9.txt", "\xed\xa0\x80 surrogate bytes", "\xf0\x9f\x98\x80",
+                                            "quote \" back\\slash\ttab", "\xc3 cut", "\xe2\x82", every_byte};
+    for (const auto& name : names) {
+        const auto literal = evgate::json_path_literal(name);
+        // Strict UTF-8 everywhere (what Python's json reads): no byte outside a valid sequence.
+        rapidjson::Document doc;
+        doc.Parse<rapidjson::kParseValidateEncodingFlag>(literal.c_str(), literal.size());
+        REQUIRE_FALSE(doc.HasParseError());
+        REQUIRE(doc.IsString());
+        CHECK(evgate::path_from_json({doc.GetString(), doc.GetStringLength()}) == name);
+    }
+    CHECK(evgate::json_path_literal("caf\xe9.txt") == "\"caf\\udce9.txt\"");
+    CHECK(evgate::json_path_literal("caf\xc3\xa9.txt") == "\"caf\xc3\xa9.txt\"");  // valid UTF-8 stays as it is
+    CHECK(evgate::printable_path("caf\xe9.txt") == "caf\\xe9.txt");
 }

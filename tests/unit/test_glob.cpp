@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -207,4 +208,25 @@ TEST_CASE("an unreadable directory is an error naming it", "[glob]") {
                                                    (tree.root / "data/locked").string() + ": ") &&
                                      Catch::Contains("ermission denied"));
     }
+}
+
+TEST_CASE("an exclusion keeps a walk out of a directory, says so, and the walk names what it listed", "[glob]") {
+    TempTree tree;
+    for (const char* f : {"cfg/a.json", "build/receipt.json", "build/evidence/s/groups.json", "src/.git/x.json", "b.json"})
+        tree.file(f);
+    const evgate::ExcludedEntry exclude = [](const std::string& relative, bool directory) {
+        return (directory && relative == "build") || relative.substr(relative.rfind('/') + 1) == ".git";
+    };
+    auto everything = evgate::expand_glob(tree.root, compile_glob("**/*.json"), exclude);
+    CHECK(everything.files == Paths{"b.json", "cfg/a.json"});
+    std::sort(everything.excluded.begin(), everything.excluded.end());
+    CHECK(everything.excluded == Paths{"build", "src/.git"});
+    std::sort(everything.directories.begin(), everything.directories.end());
+    CHECK(everything.directories == Paths{"", "cfg", "src"});  // never build/ or .git/
+    // A base inside an excluded directory: nothing listed, and the excluded directory named.
+    const auto inside = evgate::expand_glob(tree.root, compile_glob("build/evidence/*/*.json"), exclude);
+    CHECK(inside.files.empty());
+    CHECK(inside.excluded == Paths{"build"});
+    CHECK(evgate::expand_glob(tree.root, compile_glob("**/*.json")) ==
+          Paths{"b.json", "build/evidence/s/groups.json", "build/receipt.json", "cfg/a.json", "src/.git/x.json"});
 }

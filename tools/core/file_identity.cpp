@@ -1,5 +1,6 @@
 #include "file_identity.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -122,6 +123,91 @@ std::optional<FileState> file_state(const std::filesystem::path& path) {
     if (S_ISREG(st.st_mode)) return regular_state(path);
     if (S_ISLNK(st.st_mode)) return link_state(path, st);
     return make_state("special", st);
+}
+
+namespace {
+
+// The length of the valid UTF-8 sequence at bytes[i] (Unicode's table of well-formed byte
+// sequences, as Python's strict decoder reads them), or 0.
+std::size_t utf8_sequence(std::string_view bytes, std::size_t i) {
+    const auto at = [&](std::size_t k) { return i + k < bytes.size() ? static_cast<unsigned char>(bytes[i + k]) : 0u; };
+    const auto in = [](unsigned c, unsigned lo, unsigned hi) { return c >= lo && c <= hi; };
+    const unsigned c = at(0);
+    if (c < 0x80) return 1;
+    if (in(c, 0xC2, 0xDF)) return in(at(1), 0x80, 0xBF) ? 2 : 0;
+    if (in(c, 0xE0, 0xEF)) {
+        const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;  // no overlongs, no surrogates
+        return in(at(1), lo, hi) && in(at(2), 0x80, 0xBF) ? 3 : 0;
+    }
+    if (in(c, 0xF0, 0xF4)) {
+        const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;  // U+10000 .. U+10FFFF
+        return in(at(1), lo, hi) && in(at(2), 0x80, 0xBF) && in(at(3), 0x80, 0xBF) ? 4 : 0;
+    }
+    return 0;
+}
+
+std::string hex_escape(const char* prefix, unsigned byte) {
+    static constexpr char digits[] = "0123456789abcdef";
+    return std::string(prefix) + digits[byte >> 4] + digits[byte & 0xf];
+}
+
+}  // namespace
+
+std::string json_path_literal(std::string_view bytes) {
+    std::string out = "\"";
+    const auto plain = [](char c) { return c >= 0x20 && c != '"' && c != '\\'; };  // ASCII that needs no escape
+    if (std::all_of(bytes.begin(), bytes.end(), plain)) return out.append(bytes) + '"';  // most names
+    out.reserve(bytes.size() + 2);
+    for (std::size_t i = 0; i < bytes.size();) {
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+            ++i;
+        } else if (c < 0x20) {
+            out += hex_escape("\\u00", c);
+            ++i;
+        } else if (const auto n = utf8_sequence(bytes, i)) {
+            out.append(bytes.substr(i, n));
+            i += n;
+        } else {
+            out += hex_escape("\\udc", c);
+            ++i;
+        }
+    }
+    return out + '"';
+}
+
+std::string path_from_json(std::string_view text) {
+    if (text.find('\xED') == std::string_view::npos) return std::string(text);  // no escaped byte: most names
+    std::string bytes;
+    bytes.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const auto next = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0u;
+        if (c == 0xED && (next == 0xB2 || next == 0xB3)) {  // U+DC80 .. U+DCFF: the byte 0x80 .. 0xFF
+            const auto last = static_cast<unsigned char>(text[i + 2]);
+            bytes += static_cast<char>(((next & 0x1u) << 6) | (last & 0x3Fu) | 0x80u);
+            i += 2;
+        } else {
+            bytes += static_cast<char>(c);
+        }
+    }
+    return bytes;
+}
+
+std::string printable_path(std::string_view bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    for (std::size_t i = 0; i < bytes.size();) {
+        if (const auto n = utf8_sequence(bytes, i)) {
+            out.append(bytes.substr(i, n));
+            i += n;
+        } else {
+            out += hex_escape("\\x", static_cast<unsigned char>(bytes[i++]));
+        }
+    }
+    return out;
 }
 
 std::string sha256_hex(std::string_view bytes) {

@@ -24,4 +24,14 @@ std::optional<FileState> file_state(const std::filesystem::path& path);
 // Lowercase hex SHA-256 of `bytes`.
 std::string sha256_hex(std::string_view bytes);
 
+// File names are bytes, JSON text is UTF-8. A name is written as a JSON string literal (quoted)
+// in which every byte that is not part of a valid UTF-8 sequence becomes a \udcXX escape:
+// Python's surrogateescape, so the plugin's json.load and os.fsencode give back the same bytes.
+std::string json_path_literal(std::string_view bytes);
+// A name RapidJSON read back from such a literal, as the bytes it stands for: RapidJSON hands a
+// lone \udcXX back as its three-byte encoding (ED B2 80 .. ED B3 BF), which no valid UTF-8 holds.
+std::string path_from_json(std::string_view text);
+// A name for a message: valid UTF-8, with every other byte as \xHH.
+std::string printable_path(std::string_view bytes);
+
 }  // namespace evgate

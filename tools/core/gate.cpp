@@ -214,6 +214,10 @@ std::vector<LedgerRow> collection_rows(const GateInput& input) {
         rows.push_back(suite_row("collection", "stable", std::to_string(receipt.tests.size()) + " tests collected"));
     }
     if (!input.baseline_file.empty()) rows.push_back(baseline_row(input));
+    for (const auto& finding : input.tree_findings) {  // the tree changed outside any test's lease
+        rows.push_back(suite_row(finding.check, "polluter", finding.reason));
+        rows.back().dirty = finding.dirty;
+    }
     return rows;
 }
 

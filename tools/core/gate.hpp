@@ -16,6 +16,7 @@
 #include "baseline.hpp"
 #include "culprits.hpp"
 #include "date.hpp"
+#include "fixture_store.hpp"
 #include "manifest_diff.hpp"
 #include "quarantine.hpp"
 #include "receipt.hpp"
@@ -41,6 +42,7 @@ struct GateInput {
     std::map<std::string, Culprit> culprits;  // localisation of order-dependent tests
     std::vector<std::pair<std::string, std::string>> shard_problems;  // shard dir -> why the merge cannot trust it
     std::vector<std::pair<std::string, std::string>> shard_notes;     // shard dir -> how the merge took it
+    std::vector<TreeFinding> tree_findings;   // collections and runs that left the source tree changed
     std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
     std::filesystem::path suite_file;
     std::string home, tmpdir;  // the user's own HOME and TMPDIR (not the runs'): what a skip reason may name

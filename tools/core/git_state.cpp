@@ -10,10 +10,8 @@
 namespace fs = std::filesystem;
 
 namespace evgate {
-namespace {
 
-// Runs git in ROOT; its output, or nullopt when it failed.
-std::optional<std::string> git(const fs::path& root, const fs::path& scratch, std::vector<std::string> args) {
+std::optional<std::string> run_git(const fs::path& root, const fs::path& scratch, const std::vector<std::string>& args) {
     ProcessSpec spec;
     spec.argv = {"git", "--no-optional-locks", "-C", root.string()};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -28,6 +26,8 @@ std::optional<std::string> git(const fs::path& root, const fs::path& scratch, st
     if (!result.exited_with(0)) return std::nullopt;
     return text;
 }
+
+namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -84,16 +84,16 @@ std::string worktree_digest(const fs::path& top, const std::vector<std::string>&
 }
 
 std::optional<GitState> read_git_state(const fs::path& root, const fs::path& scratch) {
-    auto inside = git(root, scratch, {"rev-parse", "--is-inside-work-tree"});
+    auto inside = run_git(root, scratch, {"rev-parse", "--is-inside-work-tree"});
     if (!inside || first_line(*inside) != "true") return std::nullopt;
     GitState state;
-    state.head = first_line(git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
-    state.branch = first_line(git(root, scratch, {"branch", "--show-current"}).value_or(""));
-    const fs::path top = first_line(git(root, scratch, {"rev-parse", "--show-toplevel"}).value_or(root.string()));
+    state.head = first_line(run_git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
+    state.branch = first_line(run_git(root, scratch, {"branch", "--show-current"}).value_or(""));
+    const fs::path top = first_line(run_git(root, scratch, {"rev-parse", "--show-toplevel"}).value_or(root.string()));
     // -z: paths as they are, unquoted; --no-renames: one path an entry. Porcelain paths are
     // relative to the top of the work tree, wherever git runs; "-- ." keeps to ROOT.
     const auto status =
-        git(root, scratch, {"status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal", "--", "."});
+        run_git(root, scratch, {"status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal", "--", "."});
     std::vector<std::string> files;
     const std::string text = status.value_or("");
     for (std::size_t start = 0; start < text.size();) {

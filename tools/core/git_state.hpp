@@ -26,6 +26,11 @@ struct GitState {
     std::string digest;
 };
 
+// git with `args` in ROOT, without optional locks, its output in `scratch` meanwhile; the
+// output, or nullopt when git failed (ROOT not in a work tree, git not installed).
+std::optional<std::string> run_git(const std::filesystem::path& root, const std::filesystem::path& scratch,
+                                   const std::vector<std::string>& args);
+
 // nullopt when ROOT is not in a git work tree (or git is not installed).
 std::optional<GitState> read_git_state(const std::filesystem::path& root, const std::filesystem::path& scratch);
 

@@ -136,13 +136,15 @@ std::string join(const std::vector<std::string_view>& segments, std::size_t coun
 struct Walk {
     const fs::path& root;
     const std::regex& regex;
-    std::vector<std::string>& found;
+    const ExcludedEntry& exclude;
+    GlobExpansion& found;
 
     // Visit the directory root/relative; `depth_left` more levels may be entered (-1: all).
     void directory(const fs::path& relative, int depth_left) {
         auto dir = root / relative;
         std::error_code error;
         fs::directory_iterator it(dir, error);
+        if (!error) found.directories.push_back(relative.generic_string());
         for (; !error && it != fs::directory_iterator(); it.increment(error)) {
             entry(relative / it->path().filename(), *it, depth_left);
         }
@@ -153,12 +155,17 @@ struct Walk {
         std::error_code error;
         auto type = entry.symlink_status(error).type();  // never follows a link
         if (error) throw Error("cannot stat " + entry.path().string() + ": " + error.message());
-        if (type == fs::file_type::directory) {
+        auto name = relative.generic_string();
+        const bool is_directory = type == fs::file_type::directory;
+        if (exclude && exclude(name, is_directory)) {
+            found.excluded.push_back(std::move(name));
+            return;
+        }
+        if (is_directory) {
             if (depth_left != 0) directory(relative, depth_left < 0 ? -1 : depth_left - 1);
             return;
         }
-        auto name = relative.generic_string();
-        if (std::regex_match(name, regex)) found.push_back(std::move(name));
+        if (std::regex_match(name, regex)) found.files.push_back(std::move(name));
     }
 };
 
@@ -171,6 +178,17 @@ bool is_plain_directory(const fs::path& root, const std::string& base) {
         if (fs::symlink_status(dir, error).type() != fs::file_type::directory) return false;
     }
     return fs::is_directory(root);
+}
+
+// The first directory on the way to `base` (itself included) that `exclude` names, or "".
+std::string excluded_on_the_way(const std::string& base, const ExcludedEntry& exclude) {
+    if (!exclude || base.empty()) return "";
+    std::string at;
+    for (const auto& part : fs::path(base)) {
+        at += (at.empty() ? "" : "/") + part.string();
+        if (exclude(at, true)) return at;
+    }
+    return "";
 }
 
 }  // namespace
@@ -202,12 +220,20 @@ GlobPattern compile_glob(std::string_view pattern) {
 }
 
 std::vector<std::string> expand_glob(const fs::path& root, const GlobPattern& glob) {
-    std::vector<std::string> found;
+    return expand_glob(root, glob, ExcludedEntry()).files;
+}
+
+GlobExpansion expand_glob(const fs::path& root, const GlobPattern& glob, const ExcludedEntry& exclude) {
+    GlobExpansion found;
     if (!is_plain_directory(root, glob.base)) return found;
+    if (auto above = excluded_on_the_way(glob.base, exclude); !above.empty()) {
+        found.excluded.push_back(std::move(above));
+        return found;
+    }
     std::regex regex(glob.regex, std::regex::ECMAScript);
-    Walk walk{root, regex, found};
+    Walk walk{root, regex, exclude, found};
     walk.directory(fs::path(glob.base), glob.max_depth);
-    std::sort(found.begin(), found.end());
+    std::sort(found.files.begin(), found.files.end());
     return found;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,5 +27,17 @@ GlobPattern compile_glob(std::string_view pattern);
 // Symlinks are matched as entries and never followed; a missing base gives nothing.
 // Throws Error naming a directory that cannot be read.
 std::vector<std::string> expand_glob(const std::filesystem::path& root, const GlobPattern& glob);
+
+// An entry (relative to ROOT, '/'-separated) a walk must neither match nor enter.
+using ExcludedEntry = std::function<bool(const std::string& relative, bool directory)>;
+
+struct GlobExpansion {
+    std::vector<std::string> files;        // as expand_glob, sorted
+    std::vector<std::string> directories;  // every directory the walk listed, base first ("" is ROOT)
+    std::vector<std::string> excluded;     // entries `exclude` kept it from (the base, or one above it)
+};
+
+// expand_glob, never matching or entering what `exclude` names, and saying what it listed.
+GlobExpansion expand_glob(const std::filesystem::path& root, const GlobPattern& glob, const ExcludedEntry& exclude);
 
 }  // namespace evgate

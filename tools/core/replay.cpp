@@ -64,7 +64,7 @@ int replay(const SuiteConfig& suite, const ReplayRequest& request, std::ostream&
     if (order.empty()) throw Error("nothing to replay: give --test, or --seed with --through");
     Receipt receipt;  // a replay belongs to no receipt
     FixtureStore store(suite);
-    store.restore_if_pending();
+    store.snapshot();  // the tree as the user has it now (they may have edited a test since ctest) is what the replay puts back
     std::string seen;
     for (int i = 1; i <= std::max(1, request.repeat) && seen.empty(); ++i) {
         RunPlan plan;

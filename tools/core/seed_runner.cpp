@@ -241,7 +241,7 @@ RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureSto
     // evgate writes the records itself, from what pytest sends on its channel.
     RecordsFile records(records_file(suite, plan));
     const auto source = records.path().string();
-    FixtureStore::Lease lease(store, plan.access);  // from the first process to the last restore
+    FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore
     RunPlan written = plan;
     written.lease = lease.token();
     write_plan(dir / (plan.id + ".plan.json"), written);

@@ -14,7 +14,21 @@ namespace evgate {
 
 enum class TreeAccess { shared, exclusive };
 
-// flock(2) on a lock file per ROOT in the temp directory. Each object has its own open file,
+// Where evgate keeps the state that decides what is written into a source tree and outlives a
+// build tree: the lock, the span log and the store registry of each ROOT. Per user:
+// EVIDENCE_GATE_STATE_DIR if set, else $XDG_RUNTIME_DIR/evidence-gate, else
+// <temp dir>/evidence-gate-<uid>. Created with mode 0700 and, before it is trusted, checked with
+// lstat: a directory, not a link, owned by the effective uid, no group or other permission bits
+// (another local user must not be able to plant a registry that makes a restore write their
+// content into this user's tree, nor a lock that denies the suite). Throws Error saying what is
+// wrong and what to do.
+std::filesystem::path state_dir();
+// The checks state_dir() makes, on `dir`.
+void verify_state_dir(const std::filesystem::path& dir);
+// The temp directory: TMPDIR when it names a directory, else /tmp (saying so once on stderr).
+std::filesystem::path temp_dir();
+
+// flock(2) on a lock file per ROOT in the state directory. Each object has its own open file,
 // so two threads of one process exclude each other like two processes do. Not re-entrant.
 class TreeLock {
 public:
@@ -48,7 +62,7 @@ struct RunSpan {
 std::string new_run_token();
 std::int64_t wall_clock_ns();
 
-// The span log of a ROOT, beside its lock file. Append while holding the lock, so that an
+// The span log of a ROOT, beside its lock file in the state directory. Append while holding the lock, so that an
 // exclusive holder may prune it.
 void log_span(const std::filesystem::path& root, const RunSpan& span);
 std::vector<RunSpan> read_spans(const std::filesystem::path& root);

@@ -9,6 +9,9 @@ namespace {
 
 using Runs = std::vector<std::string>;
 
+// How the plugin names a file it saw a test change in the source tree, outside the groups.
+constexpr std::string_view kSourceTreePrefix = "(source tree):";
+
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
     std::string out;
     for (const auto& item : items) {
@@ -134,10 +137,16 @@ Classification classify(const std::vector<Attempt>& attempts) {
     std::vector<std::pair<Verdict, std::string>> found;  // every verdict that applies, with its reason
 
     if (!o.dirty.empty()) {
-        std::vector<std::string> groups;
-        for (const auto& g : o.dirty) groups.push_back("'" + g + "'");
-        found.emplace_back(Verdict::polluter, "changed fixture group " + join(groups) +
-                                                  " without declaring it (in " + some(o.dirtied_in) + ")");
+        std::vector<std::string> groups, files;  // the plugin names a source-tree file "(source tree):<path>"
+        for (const auto& g : o.dirty) {
+            if (g.rfind(kSourceTreePrefix, 0) == 0) files.push_back(g.substr(kSourceTreePrefix.size()));
+            else groups.push_back("'" + g + "'");
+        }
+        std::string what;
+        if (!groups.empty()) what = "changed fixture group " + join(groups) + " without declaring it";
+        if (!files.empty())
+            what += (what.empty() ? "changed " : " and changed ") + some(files) + " in the source tree, outside every fixture group";
+        found.emplace_back(Verdict::polluter, what + " (in " + some(o.dirtied_in) + ")");
     }
     if (!o.interrupted.empty())
         found.emplace_back(Verdict::interrupted, "the interpreter died or was killed while it ran (in " +
@@ -189,7 +198,11 @@ Classification classify(const std::vector<Attempt>& attempts) {
     result.reason = found.front().second;
     for (auto it = std::next(found.begin()); it != found.end(); ++it)
         if (it->first != Verdict::stable) result.also.push_back(it->first);
-    result.dirty.assign(o.dirty.begin(), o.dirty.end());
+    for (const auto& g : o.dirty) {
+        const bool tree = g.rfind(kSourceTreePrefix, 0) == 0;
+        const auto name = tree ? std::string(kSourceTreePrefix.substr(0, kSourceTreePrefix.size() - 1)) : g;
+        if (std::find(result.dirty.begin(), result.dirty.end(), name) == result.dirty.end()) result.dirty.push_back(name);
+    }
     return result;
 }
 

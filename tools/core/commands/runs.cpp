@@ -27,7 +27,7 @@ namespace po = boost::program_options;
 namespace evgate {
 
 int cmd_fixtures(const Args& args) {
-    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups as pristine");
+    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups and the source tree as pristine");
     auto vm = parse("fixtures", args, options);
     if (!vm) return 0;
     const auto suite = suite_of(*vm);
@@ -37,7 +37,7 @@ int cmd_fixtures(const Args& args) {
         if (!interrupted.kept.empty()) std::cout << " (what it left is kept in " << interrupted.kept.string() << ")";
         std::cout << "\n";
     }
-    store.snapshot();
+    for (const auto& note : store.snapshot()) std::cout << "evgate: " << suite.name << ": " << note << '\n';
     std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
     return 0;
 }
@@ -62,7 +62,13 @@ int cmd_receipt(const Args& args) {
     // Nor its ledger and reports: when a step of this invocation is killed before the ledger
     // step, an earlier verdict must not be left to be read as this one's.
     for (const char* stale : {"ledger.jsonl", "report.html", "report.md", "junit.xml"}) fs::remove(suite.evidence_dir / stale);
-    const auto receipt = take_receipt(suite);
+    // The collection is a pytest process like any run: the tree is snapshotted before it, and
+    // what its imports changed is put back and blocks (never taken for pristine).
+    Receipt receipt;
+    FixtureStore store(suite);
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite); });
+    if (changed.changed())
+        std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";

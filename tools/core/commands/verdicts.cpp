@@ -45,6 +45,7 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
     input.culprits = load_culprits(suite, input.receipt.id);
     input.evgate = self_path();
     input.suite_file = suite.source;
+    input.tree_findings = FixtureStore(suite).findings({});  // the collections' (the runs' come with them)
     return input;
 }
 
@@ -94,6 +95,9 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     matrix.add_runs(suite.runs_dir(), receipt_id);
     GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
     input.runs = std::move(matrix);
+    std::map<std::string, std::string> leases;  // the executions whose records count: token -> run
+    for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id);
+    input.tree_findings = FixtureStore(suite).findings(leases);
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
     const auto foreign = foreign_shards(suite);  // a merge's shards from another environment: runner columns
     const auto expected = [&](const std::string& id, std::uint64_t seed) {
@@ -226,7 +230,11 @@ int cmd_discover(const Args& args) {
     const fs::path output = (*vm)["output"].as<std::string>();
     const auto fingerprint = collection_fingerprint(suite, output, self_path(), environment_with(suite.environment));
     if (entries_current(suite, output, fingerprint)) return 0;
-    const auto ids = collected_ids(suite);
+    // The first pytest process of a ctest invocation: the tree is taken alone and snapshotted
+    // before it collects, and what its imports changed is put back and blocks at the gate.
+    std::vector<std::string> ids;
+    FixtureStore(suite).guard_collection("discovery", "collection at ctest start (discovery)",
+                                         [&] { ids = collected_ids(suite); });
     write_file_atomic(output, ctest_entries(suite, ids, verdict_tool()));
     remember_entries(suite, output, fingerprint, ids);
     return 0;
