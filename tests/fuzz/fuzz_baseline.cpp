@@ -1,7 +1,7 @@
 // baseline.json: what it accepts survives a round trip through baseline_json().
 #include <algorithm>
 
-#include "baseline.hpp"
+#include "inputs/baseline.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

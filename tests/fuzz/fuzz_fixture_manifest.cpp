@@ -2,9 +2,9 @@
 // that compiles.
 #include <sstream>
 
-#include "fixture_manifest.hpp"
+#include "inputs/fixture_manifest.hpp"
 #include "fuzz_support.hpp"
-#include "glob.hpp"
+#include "inputs/glob.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     evgate_fuzz::expect_only_input_errors([&] {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "glob.hpp"
+#include "inputs/glob.hpp"
 
 namespace {
 

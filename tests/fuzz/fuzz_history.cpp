@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "fuzz_support.hpp"
-#include "history.hpp"
-#include "json_io.hpp"
-#include "junit_writer.hpp"
+#include "reports/history.hpp"
+#include "io/json_io.hpp"
+#include "reports/junit_writer.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "fuzz_support.hpp"
-#include "junit.hpp"
+#include "inputs/junit.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const std::vector<std::string> collected = {

@@ -2,7 +2,7 @@
 #include <sstream>
 
 #include "fuzz_support.hpp"
-#include "quarantine.hpp"
+#include "inputs/quarantine.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     evgate_fuzz::expect_only_input_errors([&] {

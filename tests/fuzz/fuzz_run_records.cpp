@@ -1,7 +1,7 @@
 // runs/<run>.jsonl: read, then have a torn tail cut as the harness does after a dead writer.
 // After the cut the file is empty or ends in a newline.
 #include "fuzz_support.hpp"
-#include "run_records.hpp"
+#include "runs/run_records.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const evgate_fuzz::MemoryFile file(data, size);

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "error.hpp"
+#include "io/error.hpp"
 
 namespace evgate_fuzz {
 

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "fuzz_support.hpp"
-#include "verdict_store.hpp"
+#include "verdicts/verdict_store.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const evgate_fuzz::MemoryFile file(data, size);

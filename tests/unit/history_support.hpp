@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <utime.h>
 
-#include "json_io.hpp"
+#include "io/json_io.hpp"
 
 namespace evgate::test {
 

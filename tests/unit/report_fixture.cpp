@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report.hpp"
+#include "reports/report.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "run_records.hpp"
+#include "runs/run_records.hpp"
 
 namespace evgate::test {
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "baseline.hpp"
-#include "error.hpp"
+#include "inputs/baseline.hpp"
+#include "io/error.hpp"
 
 using evgate::Baseline;
 using evgate::InputError;

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "ctest_claim.hpp"
+#include "runs/ctest_claim.hpp"
 
 using namespace evgate;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "ctest_entries.hpp"
-#include "verdict_store.hpp"
+#include "verdicts/ctest_entries.hpp"
+#include "verdicts/verdict_store.hpp"
 #include "support.hpp"
 
 using namespace evgate;

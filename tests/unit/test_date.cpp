@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "date.hpp"
+#include "io/date.hpp"
 
 using evgate::Date;
 using evgate::parse_date;

@@ -2,8 +2,8 @@
 
 #include <fstream>
 
-#include "discover_cache.hpp"
-#include "json_io.hpp"
+#include "runs/discover_cache.hpp"
+#include "io/json_io.hpp"
 #include "support.hpp"
 
 using namespace evgate;

@@ -12,8 +12,8 @@
 
 #include <rapidjson/document.h>
 
-#include "error.hpp"
-#include "file_identity.hpp"
+#include "io/error.hpp"
+#include "io/file_identity.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

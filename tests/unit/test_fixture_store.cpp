@@ -16,9 +16,9 @@
 
 #include <rapidjson/document.h>
 
-#include "error.hpp"
-#include "fixture_store.hpp"
-#include "receipt.hpp"
+#include "io/error.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "runs/receipt.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

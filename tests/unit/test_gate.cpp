@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "gate.hpp"
-#include "json_io.hpp"
+#include "verdicts/gate.hpp"
+#include "io/json_io.hpp"
 #include "support.hpp"
 
 using namespace evgate;

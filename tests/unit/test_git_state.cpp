@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "git_state.hpp"
+#include "io/git_state.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

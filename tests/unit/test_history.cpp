@@ -2,13 +2,13 @@
 
 #include <filesystem>
 
-#include "error.hpp"
-#include "history.hpp"
-#include "history_pages.hpp"
+#include "io/error.hpp"
+#include "reports/history.hpp"
+#include "reports/history_pages.hpp"
 #include "history_support.hpp"
-#include "json_io.hpp"
+#include "io/json_io.hpp"
 #include "support.hpp"
-#include "timestamp.hpp"
+#include "io/timestamp.hpp"
 
 using namespace evgate;
 using evgate::test::RunSpec;

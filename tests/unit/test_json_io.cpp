@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "error.hpp"
-#include "json_io.hpp"
+#include "io/error.hpp"
+#include "io/json_io.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "error.hpp"
-#include "junit.hpp"
+#include "io/error.hpp"
+#include "inputs/junit.hpp"
 
 using namespace evgate;
 namespace fs = std::filesystem;

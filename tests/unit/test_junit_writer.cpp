@@ -5,11 +5,11 @@
 
 #include <tinyxml2.h>
 
-#include "json_io.hpp"
-#include "junit.hpp"
-#include "junit_writer.hpp"
+#include "io/json_io.hpp"
+#include "inputs/junit.hpp"
+#include "reports/junit_writer.hpp"
 #include "support.hpp"
-#include "timestamp.hpp"
+#include "io/timestamp.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "localise.hpp"
+#include "runs/localise.hpp"
 
 using evgate::Budget;
 using evgate::localise;

@@ -6,9 +6,9 @@
 
 #include <unistd.h>
 
-#include "error.hpp"
-#include "json_io.hpp"
-#include "manifest_diff.hpp"
+#include "io/error.hpp"
+#include "io/json_io.hpp"
+#include "verdicts/manifest_diff.hpp"
 
 using namespace evgate;
 namespace fs = std::filesystem;

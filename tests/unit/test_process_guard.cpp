@@ -4,10 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "json_io.hpp"
-#include "process_checks.hpp"
-#include "record_channel.hpp"
-#include "shared_tree.hpp"
+#include "io/json_io.hpp"
+#include "runs/process_checks.hpp"
+#include "runs/record_channel.hpp"
+#include "fixtures/shared_tree.hpp"
 #include "support.hpp"
 
 using namespace evgate;

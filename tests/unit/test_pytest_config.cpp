@@ -3,7 +3,7 @@
 #include <fstream>
 #include <random>
 
-#include "pytest_config.hpp"
+#include "inputs/pytest_config.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;

@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "error.hpp"
-#include "quarantine.hpp"
+#include "io/error.hpp"
+#include "inputs/quarantine.hpp"
 
 using evgate::InputError;
 using evgate::QuarantineEntry;

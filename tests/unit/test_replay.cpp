@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "pytest_command.hpp"
-#include "replay.hpp"
+#include "runs/pytest_command.hpp"
+#include "runs/replay.hpp"
 
 using evgate::shell_quote;
 

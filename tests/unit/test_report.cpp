@@ -5,8 +5,8 @@
 
 #include <unistd.h>
 
-#include "json_io.hpp"
-#include "report.hpp"
+#include "io/json_io.hpp"
+#include "reports/report.hpp"
 
 using namespace evgate;
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "rerun_planner.hpp"
+#include "runs/rerun_planner.hpp"
 
 using evgate::LoadedRun;
 using evgate::plan_reruns;

@@ -6,13 +6,13 @@
 #include <sstream>
 #include <thread>
 
-#include "error.hpp"
-#include "history_archive.hpp"
+#include "io/error.hpp"
+#include "reports/history_archive.hpp"
 #include "history_support.hpp"
-#include "json_io.hpp"
-#include "report.hpp"
-#include "report_extras.hpp"
-#include "run_history.hpp"
+#include "io/json_io.hpp"
+#include "reports/report.hpp"
+#include "reports/report_extras.hpp"
+#include "reports/run_history.hpp"
 #include "support.hpp"
 
 using namespace evgate;

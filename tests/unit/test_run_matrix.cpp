@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "json_io.hpp"
-#include "run_matrix.hpp"
+#include "io/json_io.hpp"
+#include "verdicts/run_matrix.hpp"
 #include "support.hpp"
 
 using namespace evgate;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
-#include "json_io.hpp"
-#include "run_records.hpp"
+#include "io/error.hpp"
+#include "io/json_io.hpp"
+#include "runs/run_records.hpp"
 #include "support.hpp"
 
 using namespace evgate;

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "shards.hpp"
+#include "inputs/shards.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.hpp"
-#include "file_identity.hpp"
-#include "shared_tree.hpp"
+#include "io/error.hpp"
+#include "io/file_identity.hpp"
+#include "fixtures/shared_tree.hpp"
 #include "support.hpp"
 
 using namespace evgate;

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "shuffle.hpp"
+#include "runs/shuffle.hpp"
 
 using evgate::CollectedTest;
 using evgate::shuffled_order;

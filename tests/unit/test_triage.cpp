@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "triage.hpp"
+#include "verdicts/triage.hpp"
 
 using evgate::Attempt;
 using evgate::classify;

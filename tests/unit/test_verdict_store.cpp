@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
-#include "json_io.hpp"
+#include "io/error.hpp"
+#include "io/json_io.hpp"
 #include "support.hpp"
-#include "verdict_store.hpp"
+#include "verdicts/verdict_store.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;

@@ -4,8 +4,8 @@
 // seconds.
 #include <cstdio>
 
-#include "error.hpp"
-#include "verdict_store.hpp"
+#include "io/error.hpp"
+#include "verdicts/verdict_store.hpp"
 
 int main(int argc, char** argv) {
     if (argc != 3) {

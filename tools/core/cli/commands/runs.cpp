@@ -1,0 +1,287 @@
+// Commands that run pytest: fixtures, manifest, receipt, run, perturbed, rerun, localise, replay.
+#include "cli/commands/commands.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "runs/culprits.hpp"
+#include "runs/env_manifest.hpp"
+#include "io/error.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "runs/perturbation.hpp"
+#include "runs/receipt.hpp"
+#include "runs/replay.hpp"
+#include "runs/rerun_planner.hpp"
+#include "runs/seed_runner.hpp"
+#include "inputs/shards.hpp"
+#include "runs/shuffle.hpp"
+
+namespace fs = std::filesystem;
+
+namespace po = boost::program_options;
+
+namespace evgate {
+
+int cmd_fixtures(const Args& args) {
+    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups and the source tree as pristine");
+    auto vm = parse("fixtures", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    FixtureStore store(suite);
+    if (const auto interrupted = store.restore_if_pending()) {
+        std::cout << "evgate: restored fixture groups left dirty by an interrupted run";
+        if (!interrupted.kept.empty()) std::cout << " (what it left is kept in " << interrupted.kept.string() << ")";
+        std::cout << "\n";
+    }
+    for (const auto& note : store.snapshot()) std::cout << "evgate: " << suite.name << ": " << note << '\n';
+    std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
+    return 0;
+}
+
+int cmd_manifest(const Args& args) {
+    auto options = suite_options("manifest: record the environment the tests run in");
+    auto vm = parse("manifest", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    write_env_manifest(suite, suite.manifest_file());
+    std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
+    return 0;
+}
+
+int cmd_receipt(const Args& args) {
+    auto options = suite_options("receipt: collect the suite and record what pytest really used");
+    auto vm = parse("receipt", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    validate_inputs(suite);  // fail before any run, not at the gate
+    fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
+    // Nor its ledger and reports: when a step of this invocation is killed before the ledger
+    // step, an earlier verdict must not be left to be read as this one's.
+    for (const char* stale : {"ledger.jsonl", "report.html", "report.md", "junit.xml"}) fs::remove(suite.evidence_dir / stale);
+    // The collection is a pytest process like any run: the tree is snapshotted before it, and
+    // what its imports changed is put back and blocks (never taken for pristine).
+    Receipt receipt;
+    FixtureStore store(suite);
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite); });
+    if (changed.changed())
+        std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
+    std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
+              << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
+              << receipt.tests.size() << " tests collected\n";
+    for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    const auto problems = receipt_problems(suite, receipt);
+    if (problems.empty()) return 0;
+    // No run can be trusted: the ledger says why now, since the gate will not run.
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
+    std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
+    for (const auto& p : problems) std::cerr << "  " << p << '\n';
+    std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
+    return 1;
+}
+
+// A seed step in a sharded matrix: 77 (skipped) for another shard's run, 0 once a merge job
+// imported it from the shard that ran it; nullopt when this job runs it itself.
+std::optional<int> shard_step(const SuiteConfig& suite, const Receipt& receipt, const RunPlan& plan) {
+    if (!merged_shards().empty()) {
+        const bool imported = import_run(suite, receipt, plan.id);
+        std::cout << "evgate: " << suite.name << ": " << plan.id
+                  << (imported ? ": taken from its shard" : ": no shard holds it (the gate blocks on it)") << '\n';
+        return 0;
+    }
+    if (auto shard = this_shard(); shard && !runs_here(*shard, plan.id, plan.seed)) {
+        std::cout << "evgate: " << suite.name << ": " << plan.id << " belongs to another shard than " << shard->text() << '\n';
+        return 77;
+    }
+    return std::nullopt;
+}
+
+void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfig& suite) {
+    static std::mutex one_line_at_a_time;  // reruns report from several threads
+    const std::lock_guard<std::mutex> lock(one_line_at_a_time);
+    // From what evgate wrote, not from the file: a test may have changed that (the gate says so).
+    std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << summary.results << " of "
+              << plan.tests.size() << " tests ran, " << summary.failed << " failed, " << summary.interrupted.size()
+              << " interrupted, " << summary.processes << " pytest process(es)"
+              << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
+}
+
+// Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
+// is data, a suite that never started is not).
+int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+    const auto summary = run_plan(suite, receipt, store, plan);
+    report_run(plan, summary, suite);
+    if (summary.harness_ok) return 0;
+    std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
+    return 1;
+}
+
+int cmd_run(const Args& args) {
+    auto options = suite_options("run: run the suite in one seed's order (seed 0: collection order)");
+    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
+    auto vm = parse("run", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    RunPlan plan;
+    plan.seed = (*vm)["seed"].as<std::uint64_t>();
+    plan.id = plan.order = "seed." + std::to_string(plan.seed);
+    plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    plan.access = store.access_for(receipt);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
+    return run_and_report(suite, receipt, store, plan);
+}
+
+int cmd_perturbed(const Args& args) {
+    auto options = suite_options("perturbed: run the collection order once more in a deliberately different environment");
+    auto vm = parse("perturbed", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    RunPlan plan;
+    plan.id = plan.order = "perturbed";
+    plan.column = Column::perturbed;
+    plan.tests = shuffled_order(receipt.collected(), 0);
+    if (auto status = shard_step(suite, receipt, plan)) return *status;
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    fs::remove_all(suite.evidence_dir / "perturbed");
+    const auto perturbation = choose_perturbation(suite);
+    write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
+    plan.environment = perturbation.environment;
+    plan.cpus = perturbation.cpus;
+    plan.access = store.access_for(receipt);
+    std::cout << "evgate: " << suite.name << ": perturbed: ";
+    for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
+    std::cout << '\n';
+    return run_and_report(suite, receipt, store, plan);
+}
+
+int cmd_localise(const Args& args) {
+    auto options = suite_options("localise: name the partner of every order-dependent test, within a budget of pytest runs");
+    auto vm = parse("localise", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    const auto culprits = localise_suite(suite, receipt, store, suite.localise_runs);
+    int runs = 0;
+    for (const auto& c : culprits) {
+        const auto& f = c.found;
+        runs += f.runs_used;
+        std::cout << "evgate: " << suite.name << ": " << f.test << ": " << to_string(f.role);
+        if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
+        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << '\n';
+    }
+    std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
+    return 0;
+}
+
+int cmd_replay(const Args& args) {
+    auto options = suite_options("replay: run an exact order (or a seed's order up to a test) and say whether the failure reproduced");
+    options.add_options()("test", po::value<std::vector<std::string>>(), "a test, in order (repeatable)")(
+        "seed", po::value<std::uint64_t>(), "the seed: its order with --through, and `random`'s reseeding")(
+        "through", po::value<std::string>(), "run the seed's order up to and including this test")(
+        "repeat", po::value<int>()->default_value(1), "runs at most, until it reproduces")(
+        "env", po::value<std::vector<std::string>>(), "VAR=value for the runs (repeatable)");
+    auto vm = parse("replay", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    ReplayRequest request;
+    if (vm->count("test")) request.tests = (*vm)["test"].as<std::vector<std::string>>();
+    if (vm->count("seed")) request.seed = (*vm)["seed"].as<std::uint64_t>();
+    if (vm->count("through")) request.through = (*vm)["through"].as<std::string>();
+    if (vm->count("env")) request.environment = (*vm)["env"].as<std::vector<std::string>>();
+    request.repeat = (*vm)["repeat"].as<int>();
+    return replay(suite, request, std::cout);
+}
+
+namespace {
+
+// A run that went beside a run that changed the fixture groups may have read what that run
+// wrote, and a run whose tests changed them beside another run may be blamed for what that run
+// did: either is done again, alone. `plan` as written, with the lease it ran under; the redo's
+// records replace the first.
+int redo_if_overlapped(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, RunPlan plan) {
+    const bool read_a_change = store.overlapped_a_change(plan.lease);
+    if (!read_a_change && !changed_beside_another(read_spans(suite.root), plan.lease)) return 0;
+    std::cout << "evgate: " << suite.name << ": " << plan.id
+              << (read_a_change ? " ran beside a run that changed the fixture groups"
+                                : " changed the fixture groups while another run went beside it")
+              << "; running it again, alone\n";
+    plan.access = TreeAccess::exclusive;
+    return run_and_report(suite, receipt, store, plan);
+}
+
+// Runs `plans`, side by side where the fixture groups allow it; then every run that went beside
+// a run that changed the groups (it may have read what that run wrote) is done again, alone.
+int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<RunPlan> plans) {
+    const auto access = store.access_for(receipt);
+    const auto workers = access == TreeAccess::shared ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> status{0};
+    std::mutex failure_mutex;
+    std::exception_ptr failure;  // the first error (a stop request among them): no more runs start
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < workers; ++w) {
+        threads.emplace_back([&] {
+            for (std::size_t i; (i = next++) < plans.size();) {
+                plans[i].access = access;
+                try {
+                    status |= run_and_report(suite, receipt, store, plans[i]);
+                } catch (...) {
+                    const std::lock_guard<std::mutex> lock(failure_mutex);
+                    if (!failure) failure = std::current_exception();
+                    next = plans.size();
+                }
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+    for (const auto& plan : plans) status |= redo_if_overlapped(suite, receipt, store, read_plan(plan_file(suite, plan.id)));
+    return status;
+}
+
+bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
+
+}  // namespace
+
+int cmd_rerun(const Args& args) {
+    auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
+    options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
+    auto vm = parse("rerun", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const auto receipt = load_receipt(suite.receipt_file());
+    FixtureStore store(suite);
+    store.restore_if_pending();
+    int status = 0;
+    // The seed steps went side by side: those that ran beside a change go again first.
+    for (const auto& run : load_runs(suite, receipt.id))
+        if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
+    std::vector<LoadedRun> seeds;
+    for (auto& run : load_runs(suite, receipt.id)) {
+        if (is_seed(run.plan)) {
+            seeds.push_back(std::move(run));
+        } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
+            fs::remove(records_file(suite, run.plan.id));
+            fs::remove(plan_file(suite, run.plan.id));
+        }
+    }
+    RerunLimits limits;
+    limits.reruns = vm->count("reruns") ? (*vm)["reruns"].as<int>() : suite.reruns;
+    const auto plans = plan_reruns(seeds, limits);
+    status |= run_all(suite, receipt, store, plans);
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    return status;
+}
+
+}  // namespace evgate

@@ -1,0 +1,243 @@
+// Commands that judge: ledger, gate, verdict, discover.
+#include "cli/commands/commands.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <iostream>
+
+#include "verdicts/ctest_entries.hpp"
+#include "runs/culprits.hpp"
+#include "io/date.hpp"
+#include "runs/discover_cache.hpp"
+#include "io/error.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "io/json_io.hpp"
+#include "verdicts/manifest_diff.hpp"
+#include "io/process.hpp"
+#include "runs/replay.hpp"
+#include "reports/report.hpp"
+#include "reports/run_history.hpp"
+#include "inputs/runner_bundles.hpp"
+#include "runs/seed_runner.hpp"
+#include "inputs/shards.hpp"
+#include "verdicts/verdict_store.hpp"
+
+namespace fs = std::filesystem;
+
+namespace po = boost::program_options;
+
+namespace evgate {
+
+GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
+    GateInput input;
+    input.receipt = std::move(receipt);
+    input.root = suite.root.string();
+    input.quarantine = load_quarantine(suite);
+    input.quarantine_file = suite.quarantine ? suite.quarantine->string() : "";
+    // The user's own (ctest's); pytest runs get their own below the evidence directory.
+    for (auto [variable, value] : {std::pair{"HOME", &input.home}, std::pair{"TMPDIR", &input.tmpdir}})
+        if (const char* set = std::getenv(variable)) *value = set;
+    input.baseline = load_baseline(suite);
+    input.baseline_file = suite.baseline ? suite.baseline->string() : "";
+    input.baseline_tolerance = suite.baseline_tolerance;
+    input.today = today_utc();
+    input.culprits = load_culprits(suite, input.receipt.id);
+    input.evgate = self_path();
+    input.suite_file = suite.source;
+    input.tree_findings = FixtureStore(suite).findings({});  // the collections' (the runs' come with them)
+    return input;
+}
+
+// Writes the ledger and prints the gate; returns the number of blocking rows (receipt step).
+int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+    write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
+    const int blocked = print_gate(std::cout, suite.name, rows, runs);
+    std::cout << "ledger: " << suite.ledger_file().string() << '\n';
+    return blocked;
+}
+
+namespace {
+
+// Runner bundles as columns, and the manifest drift of every column that is another environment.
+void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
+    auto bundles = load_runner_bundles(bundle_paths(suite.runner_bundles), input.receipt, suite.manifest_file());
+    for (auto& run : bundles.runs) input.runs.add(std::move(run));
+    input.runners.insert(input.runners.end(), bundles.names.begin(), bundles.names.end());
+    input.drift.insert(bundles.drift.begin(), bundles.drift.end());
+    input.left_out = std::move(bundles.left_out);
+    input.unmapped = std::move(bundles.unmapped);
+    if (fs::exists(suite.perturbed_manifest_file()) && fs::exists(suite.manifest_file()))
+        input.drift["perturbed"] = diff_manifests(read_manifest(suite.manifest_file()), read_manifest(suite.perturbed_manifest_file()));
+}
+
+// The per-test entries were registered for another collection than the receipt's (one the
+// discover fingerprint cannot see): say so, and have the next ctest register them anew.
+void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
+    std::vector<std::string> ids;
+    ids.reserve(receipt.tests.size());
+    for (const auto& t : receipt.tests) ids.push_back(t.id);
+    if (forget_stale_entries(suite, ids))
+        std::cout << "evgate: " << suite.name << ": pytest collects other tests than when ctest registered the per-test "
+                  << "entries; the next ctest registers them anew\n";
+}
+
+// The ledger from the receipt and every run, with the reports and the per-test verdicts.
+std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
+    // The runs are read while the receipt is; its id is needed only once a run is parsed.
+    auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
+    std::optional<Receipt> receipt;
+    const auto receipt_id = [&] {
+        if (!receipt) receipt = loading.get();
+        return receipt->id;
+    };
+    RunMatrix matrix;
+    matrix.add_runs(suite.runs_dir(), receipt_id);
+    GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
+    input.runs = std::move(matrix);
+    std::map<std::string, std::string> leases;  // the executions whose records count: token -> run
+    for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id);
+    input.tree_findings = FixtureStore(suite).findings(leases);
+    const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
+    const auto foreign = foreign_shards(suite);  // a merge's shards from another environment: runner columns
+    const auto expected = [&](const std::string& id, std::uint64_t seed) {
+        if (shard) return runs_here(*shard, id, seed);
+        return std::none_of(foreign.begin(), foreign.end(), [&](const ForeignShard& f) {
+            return runs_here(parse_shard_spec(f.spec, f.dir.string()), id, seed);
+        });
+    };
+    for (int k = 0; k <= suite.seeds; ++k) {
+        const std::string id = "seed." + std::to_string(k);
+        if (expected(id, static_cast<std::uint64_t>(k))) input.expected_runs.push_back(id);
+    }
+    if (suite.perturb && expected("perturbed", 0)) input.expected_runs.push_back("perturbed");
+    input.shard_problems = shard_problems(suite, input.receipt);
+    for (const auto& f : foreign) {
+        std::string keys;
+        for (const auto& k : drift_keys(f.drift, 5)) keys += (keys.empty() ? "" : ", ") + k;
+        input.shard_notes.emplace_back(f.dir.string(), "shard " + f.spec + " ran in another environment (" + keys +
+                                                           "): its runs are the runner column " + f.column);
+        input.runners.push_back(f.column);
+        input.drift[f.column] = f.drift;
+    }
+    if (vm.count("today")) {
+        const auto text = vm["today"].as<std::string>();
+        auto date = parse_date(text);
+        if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quote(text));
+        input.today = *date;
+    }
+    add_machine_columns(suite, input);
+    auto rows = build_ledger(input);
+    ReportInput report{suite.name, &rows, report_columns(input.runs.runs()), &input.receipt, {}};
+    for (const auto& [column, entries] : input.drift) report.drift.push_back({column, entries});
+    const auto extras = run_report_extras(suite, rows, input.receipt.id);  // EVIDENCE_GATE_HISTORY, _COMPARE
+    if (extras) report.extras = &*extras;
+    // Four files from the same rows, each on its own: written side by side.
+    auto store = std::async(std::launch::async, [&] { write_verdict_store(suite, rows); });
+    auto reports = std::async(std::launch::async, [&] { write_reports(suite.evidence_dir, report); });
+    auto junit = std::async(std::launch::async, [&] { write_run_junit(suite, rows, input.runs); });
+    write_ledger(suite.ledger_file(), rows);
+    store.get();
+    reports.get();
+    junit.get();
+    check_entries(suite, input.receipt);
+    runs = input.runs.size();
+    return rows;
+}
+
+po::options_description ledger_options(const char* caption) {
+    auto options = suite_options(caption);
+    options.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
+    return options;
+}
+
+// Values a CDash dashboard charts over time, in the form CTest reads from a test's output.
+void print_measurements(std::ostream& out, const GateSummary& summary, const SuiteConfig& suite) {
+    const std::pair<const char*, std::size_t> values[] = {
+        {"tests", static_cast<std::size_t>(summary.tests)},
+        {"blocking", static_cast<std::size_t>(summary.blocked + summary.suite_blocks)},
+        {"deferred", static_cast<std::size_t>(summary.deferred)},
+        {"seeds", static_cast<std::size_t>(suite.seeds)},
+        {"runners", summary.runners}};
+    for (const auto& [name, value] : values)
+        out << "<CTestMeasurement type=\"numeric/double\" name=\"" << name << "\">" << value << "</CTestMeasurement>\n";
+}
+
+// evgate-verdict, beside this tool: what the per-test entries run.
+std::string verdict_tool() {
+    const auto tool = fs::path(self_path()).parent_path() / "evgate-verdict";
+    if (!fs::exists(tool)) throw Error("evgate-verdict is missing beside evgate (" + tool.string() + "): build or install both");
+    return tool.string();
+}
+
+}  // namespace
+
+int cmd_ledger(const Args& args) {
+    auto options = ledger_options("ledger: build the ledger, the reports and the per-test verdicts (exit 0 when built)");
+    auto vm = parse("ledger", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    // The runs are over: a restore a killed run left pending (its step was ended by its CTest
+    // TIMEOUT) is completed before anyone reads the fixtures again.
+    if (const auto interrupted = FixtureStore(suite).restore_if_pending())
+        std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run"
+                  << (interrupted.kept.empty() ? std::string() : " (what it left is kept in " + interrupted.kept.string() + ")") << '\n';
+    std::size_t runs = 0;
+    const auto rows = build_and_write(suite, *vm, runs);
+    print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    archive_if_asked(suite, std::cout);
+    return 0;
+}
+
+int cmd_gate(const Args& args) {
+    auto options = ledger_options("gate: build the ledger, print it, fail when a row blocks");
+    options.add_options()("from-ledger", "print the ledger the ledger step wrote instead of building it");
+    auto vm = parse("gate", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    std::size_t runs = 0;
+    GateSummary summary;
+    if (vm->count("from-ledger")) {
+        summary = read_gate_summary(suite.ledger_file());
+        runs = summary.runs;
+    } else {
+        summary = summarize(build_and_write(suite, *vm, runs));
+    }
+    const int blocked = print_gate(std::cout, suite.name, summary, runs);
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    print_measurements(std::cout, summary, suite);
+    return blocked > 0 ? 1 : 0;
+}
+
+int cmd_verdict(const Args& args) {
+    auto options = suite_options("verdict: print a test's verdict as its CTest entry does (exit 1 when it has none)");
+    options.add_options()("test", po::value<std::string>()->required(), "the test's node id");
+    auto vm = parse("verdict", args, options);
+    if (!vm) return 0;
+    const auto output = entry_output(verdict_store_file(suite_of(*vm)), (*vm)["test"].as<std::string>());
+    std::cout << output.text;
+    return output.status;
+}
+
+int cmd_discover(const Args& args) {
+    auto options = suite_options("discover: write one CTest entry per test (run by ctest itself; collects only when "
+                                 "what collection depends on changed)");
+    options.add_options()("output", po::value<std::string>()->required(), "the CMake file to write");
+    auto vm = parse("discover", args, options);
+    if (!vm) return 0;
+    const auto suite = suite_of(*vm);
+    const fs::path output = (*vm)["output"].as<std::string>();
+    const auto fingerprint = collection_fingerprint(suite, output, self_path(), environment_with(suite.environment));
+    if (entries_current(suite, output, fingerprint)) return 0;
+    // The first pytest process of a ctest invocation: the tree is taken alone and snapshotted
+    // before it collects, and what its imports changed is put back and blocks at the gate.
+    std::vector<std::string> ids;
+    FixtureStore(suite).guard_collection("discovery", "collection at ctest start (discovery)",
+                                         [&] { ids = collected_ids(suite); });
+    write_file_atomic(output, ctest_entries(suite, ids, verdict_tool()));
+    remember_entries(suite, output, fingerprint, ids);
+    return 0;
+}
+
+}  // namespace evgate

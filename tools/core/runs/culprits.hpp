@@ -1,0 +1,32 @@
+// Naming the culprit: for every order-dependent test, the partner it hangs on (a polluter
+// that breaks a victim, or a state-setter a brittle test needs), found by delta debugging
+// over real pytest runs, and the order that reproduces it.
+#pragma once
+
+#include <filesystem>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fixtures/fixture_store.hpp"
+#include "runs/localise.hpp"
+#include "runs/receipt.hpp"
+#include "inputs/suite_config.hpp"
+
+namespace evgate {
+
+struct Culprit {
+    Localisation found;
+    std::uint64_t seed = 0;  // of the orders it was found in: replays reseed `random` alike
+    std::map<std::string, std::vector<std::string>> dirtied;  // partner -> the groups its lease saw it change
+};
+
+// Localises every test the local runs make order-dependent, within `per_test` pytest runs
+// each and ten times that in all; writes localise.json and returns what it found.
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test);
+
+// localise.json of the current receipt, by test; empty when there is none.
+std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::string& receipt_id);
+
+}  // namespace evgate

@@ -1,0 +1,143 @@
+#include "runs/discover_cache.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <sys/stat.h>
+
+#include "io/file_identity.hpp"
+#include "io/json_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+// The files pytest reads its configuration from.
+constexpr const char* kConfigNames[] = {"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"};
+
+bool is_config(const std::string& name) {
+    return std::any_of(std::begin(kConfigNames), std::end(kConfigNames), [&](const char* c) { return name == c; });
+}
+
+bool is_python(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0; }
+
+// A length-prefixed field: no two different lists of fields make the same material.
+void field(std::string& material, std::string_view text) {
+    material += std::to_string(text.size());
+    material += ':';
+    material += text;
+}
+
+// What lstat (or stat, following links) says of a path: enough that an edit, a replacement or
+// a removal changes it.
+std::string stamp(const fs::path& path, bool follow = false) {
+    struct stat st {};
+    if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return "absent";
+    std::ostringstream out;
+    out << st.st_size << ' ' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec << ' ' << st.st_ctim.tv_sec << '.'
+        << st.st_ctim.tv_nsec << ' ' << st.st_ino << ' ' << st.st_mode;
+    return out.str();
+}
+
+// Directories collection never looks into: version control and other hidden ones, bytecode
+// caches, build trees (ours among them) and the evidence directory.
+bool skipped(const fs::directory_entry& dir, const SuiteConfig& suite) {
+    const auto name = dir.path().filename().string();
+    std::error_code ec;
+    return name.empty() || name[0] == '.' || name == "__pycache__" || dir.path() == suite.evidence_dir ||
+           fs::exists(dir.path() / "CMakeCache.txt", ec);
+}
+
+// Relative path and stamp of every Python and config file below `dir`, links not followed.
+void stamp_tree(const fs::path& dir, const SuiteConfig& suite, std::vector<std::string>& stamps) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+        stamps.push_back(dir.lexically_relative(suite.root).string() + " unreadable");
+        return;
+    }
+    for (const auto& entry : it) {
+        const auto status = entry.symlink_status(ec);
+        const auto name = entry.path().filename().string();
+        if (fs::is_directory(status)) {
+            if (!skipped(entry, suite)) stamp_tree(entry.path(), suite, stamps);
+        } else if (is_python(name) || is_config(name)) {
+            stamps.push_back(entry.path().lexically_relative(suite.root).string() + " " + stamp(entry.path()));
+        }
+    }
+}
+
+std::string state_file(const SuiteConfig& suite) { return (suite.evidence_dir / "discover.fingerprint").string(); }
+
+std::string ids_digest(const std::vector<std::string>& ids) {
+    std::string material;
+    for (const auto& id : ids) field(material, id);
+    return sha256_hex(material);
+}
+
+// discover.fingerprint: the fingerprint, the digest of the ids, the entries file's stamp; a line each.
+std::vector<std::string> remembered(const SuiteConfig& suite) {
+    std::vector<std::string> lines;
+    std::error_code ec;
+    if (!fs::exists(state_file(suite), ec)) return lines;
+    std::istringstream in(read_file(state_file(suite)));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+}  // namespace
+
+std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& entries, const fs::path& tool,
+                                   const std::vector<std::string>& environment) {
+    std::string material = "evgate discover 1\n";
+    field(material, read_file(suite.source));
+    field(material, entries.string());
+    for (const auto& program : {tool, fs::path(suite.python)}) {
+        field(material, program.string());
+        field(material, stamp(program));
+        field(material, stamp(program, true));
+    }
+    std::vector<std::string> variables;  // values too, so a change shows; only their digest is written
+    for (const auto& entry : environment)
+        if (entry.rfind("PYTEST_", 0) == 0 || entry.rfind("PYTHON", 0) == 0) variables.push_back(entry);
+    std::sort(variables.begin(), variables.end());
+    std::vector<std::string> stamps;
+    std::error_code ec;
+    for (const auto& file : fs::directory_iterator(suite.plugin_dir, ec))
+        if (is_python(file.path().filename().string())) stamps.push_back(file.path().string() + " " + stamp(file.path()));
+    for (auto dir = suite.root.parent_path(); !dir.empty(); dir = dir.parent_path()) {  // config files above ROOT
+        for (const char* name : kConfigNames) stamps.push_back((dir / name).string() + " " + stamp(dir / name));
+        stamps.push_back((dir / "conftest.py").string() + " " + stamp(dir / "conftest.py"));
+        if (dir == dir.root_path()) break;
+    }
+    std::sort(stamps.begin(), stamps.end());
+    std::vector<std::string> tree;
+    stamp_tree(suite.root, suite, tree);
+    std::sort(tree.begin(), tree.end());
+    for (const auto* list : {&variables, &stamps, &tree}) {
+        field(material, std::to_string(list->size()));
+        for (const auto& item : *list) field(material, item);
+    }
+    return sha256_hex(material);
+}
+
+bool entries_current(const SuiteConfig& suite, const fs::path& entries, const std::string& fingerprint) {
+    const auto lines = remembered(suite);
+    return lines.size() == 3 && lines[0] == fingerprint && lines[2] == stamp(entries);
+}
+
+void remember_entries(const SuiteConfig& suite, const fs::path& entries, const std::string& fingerprint,
+                      const std::vector<std::string>& ids) {
+    write_file_atomic(state_file(suite), fingerprint + "\n" + ids_digest(ids) + "\n" + stamp(entries) + "\n");
+}
+
+bool forget_stale_entries(const SuiteConfig& suite, const std::vector<std::string>& collected) {
+    const auto lines = remembered(suite);
+    if (lines.size() < 2 || lines[1] == ids_digest(collected)) return false;
+    std::error_code ec;
+    fs::remove(state_file(suite), ec);
+    return true;
+}
+
+}  // namespace evgate

@@ -1,0 +1,33 @@
+// How every pytest process of a suite is started: interpreter, plugin, forced rootdir,
+// cwd = ROOT, and an environment that keeps caches and bytecode out of the source tree
+// (bytecode is cached in evidence/<name>/pycache).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/process.hpp"
+#include "inputs/suite_config.hpp"
+
+namespace evgate {
+
+// `plugin_args` are --evidence-gate-* options; `log` receives pytest's output. Each process
+// gets a HOME and TMPDIR of its own below the evidence directory, named after the log: runs
+// of one suite that go side by side never meet in the user's home or temp dir, and the
+// user's home is never written (a suite can pin HOME with ENVIRONMENT).
+ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
+                           const std::filesystem::path& log);
+// That sandbox: evidence/sandbox/<log stem>/{home,tmp}, created if missing.
+std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log);
+// Empties it: every run starts with nothing in its HOME and TMPDIR.
+void empty_sandbox(const SuiteConfig& suite, const std::filesystem::path& log);
+
+// `word` as one shell word, quoted only where it must be (for `reproduce` commands).
+std::string shell_quote(const std::string& word);
+
+// How pytest ended, in words: "exit 3 (pytest: internal error)".
+std::string describe_pytest(const ProcessResult& result);
+
+}  // namespace evgate

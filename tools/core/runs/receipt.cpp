@@ -1,0 +1,259 @@
+#include "runs/receipt.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <unordered_map>
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "io/error.hpp"
+#include "io/file_identity.hpp"
+#include "io/git_state.hpp"
+#include "io/json_io.hpp"
+#include "runs/pytest_command.hpp"
+#include "inputs/pytest_config.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+std::string new_receipt_id() {
+    std::random_device entropy;
+    const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+    return sha256_hex(std::to_string(now) + ":" + std::to_string(::getpid()) + ":" + std::to_string(entropy()))
+        .substr(0, 16);
+}
+
+Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
+    Receipt receipt;
+    receipt.id = optional_string(doc, "receipt_id", source).value_or("");
+    receipt.rootdir = string_member(doc, "rootdir", source);
+    receipt.configfile = optional_string(doc, "configfile", source);
+    receipt.conftests = string_array(doc, "conftests", source);
+    if (const auto* status = member(doc, "exitstatus"); status && status->IsInt()) receipt.exitstatus = status->GetInt();
+    receipt.expected_configfile = optional_string(doc, "expected_configfile", source);
+    receipt.stray_configs = string_array(doc, "stray_configs", source);
+    receipt.thinning = string_array(doc, "thinning", source);
+    receipt.hollow = string_array(doc, "hollow", source);
+    if (const auto* git = member(doc, "git"); git && git->IsObject()) {
+        receipt.git_head = optional_string(*git, "head", source).value_or("");
+        receipt.git_dirty = string_array(*git, "dirty", source);
+        receipt.git_digest = optional_string(*git, "digest", source).value_or("");
+    }
+    if (const auto* sandbox = member(doc, "sandbox"); sandbox && sandbox->IsObject()) {
+        receipt.sandbox_dir = optional_string(*sandbox, "dir", source).value_or("");
+        receipt.sandboxed = string_array(*sandbox, "fresh", source);
+    }
+    receipt.shard = optional_string(doc, "shard", source).value_or("");
+    receipt.suite = optional_string(doc, "suite", source).value_or("");
+    if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
+        for (const auto& e : errors->GetArray())
+            receipt.errors.push_back(optional_string(e, "nodeid", source).value_or("") + ": " +
+                                     optional_string(e, "message", source).value_or(""));
+    }
+    const auto* tests = member(doc, "tests");
+    if (tests == nullptr || !tests->IsArray()) throw InputError(source, 0, "no 'tests' list");
+    receipt.tests.reserve(tests->Size());
+    for (const auto& t : tests->GetArray()) {
+        ReceiptTest test;
+        test.id = string_member(t, "id", source);
+        const auto* serial = member(t, "serial");
+        test.serial = serial != nullptr && serial->IsBool() && serial->GetBool();
+        test.writes = string_array(t, "writes", source);
+        if (const auto* env = member(t, "env_sensitive"); env && env->IsObject()) {
+            test.env_sensitive = EnvSensitive{optional_string(*env, "until", source).value_or(""),
+                                              optional_string(*env, "owner", source).value_or(""),
+                                              optional_string(*env, "reason", source).value_or("")};
+        }
+        receipt.tests.push_back(std::move(test));
+    }
+    return receipt;
+}
+
+rapidjson::Value string_list(const std::vector<std::string>& items, rapidjson::Document::AllocatorType& alloc) {
+    rapidjson::Value list(rapidjson::kArrayType);
+    for (const auto& item : items) list.PushBack(rapidjson::Value(item, alloc), alloc);
+    return list;
+}
+
+// The options that thin the run, or void it, each with where it came from: the ini file's
+// addopts (where pytest ignores -o), PYTEST_ADDOPTS, and the suite's PYTEST_ARGS.
+void add_options(rapidjson::Document& doc, const SuiteConfig& suite) {
+    auto& alloc = doc.GetAllocator();
+    const auto source = suite.receipt_file().string();
+    std::vector<std::string> thinning, hollow;
+    const auto scan = [&](const std::vector<std::string>& args, const std::string& from, bool overrides_apply) {
+        for (const auto& option : thinning_options(args, overrides_apply)) thinning.push_back(option + " (" + from + ")");
+        for (const auto& option : hollow_options(args, overrides_apply)) hollow.push_back(option + " (" + from + ")");
+    };
+    if (member(doc, "addopts_ini") != nullptr) {
+        scan(string_array(doc, "addopts_ini", source), "addopts", false);
+        scan(string_array(doc, "addopts_env", source), "PYTEST_ADDOPTS", true);
+    } else {  // a plugin that does not say which is which
+        scan(string_array(doc, "addopts", source), "addopts or PYTEST_ADDOPTS", true);
+    }
+    scan(suite.pytest_args, "PYTEST_ARGS", true);
+    doc.AddMember("thinning", string_list(thinning, alloc), alloc);
+    doc.AddMember("hollow", string_list(hollow, alloc), alloc);
+}
+
+// Every pytest process gets a HOME and TMPDIR of its own, emptied before each run
+// (pytest_command.hpp): said here, since a test that looks for something in the user's home
+// sees none of it. A variable the suite sets with ENVIRONMENT is pinned instead.
+rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::AllocatorType& alloc) {
+    const auto dir = suite.evidence_dir / "sandbox";
+    rapidjson::Value sandbox(rapidjson::kObjectType);
+    std::vector<std::string> fresh, pinned;
+    for (const auto& [variable, leaf] : {std::pair<std::string, const char*>{"HOME", "home"}, {"TMPDIR", "tmp"}}) {
+        const bool pins = std::any_of(suite.environment.begin(), suite.environment.end(),
+                                      [&](const std::string& e) { return e.rfind(variable + "=", 0) == 0; });
+        (pins ? pinned : fresh).push_back(variable);
+        if (!pins) sandbox.AddMember(rapidjson::Value(variable, alloc), rapidjson::Value((dir / "<run>" / leaf).string(), alloc), alloc);
+    }
+    sandbox.AddMember("dir", rapidjson::Value(dir.string(), alloc), alloc);
+    sandbox.AddMember("fresh", string_list(fresh, alloc), alloc);
+    sandbox.AddMember("pinned", string_list(pinned, alloc), alloc);
+    sandbox.AddMember("why", rapidjson::Value("every pytest process (collection, each run, each probe) has its own HOME and "
+                                              "TMPDIR, empty when its run starts: runs never meet there, and the user's "
+                                              "home is never written; pin one with ENVIRONMENT", alloc), alloc);
+    return sandbox;
+}
+
+// What pytest cannot tell about itself: who took the receipt, where, at which commit, and
+// which config files lie around that could have re-rooted it.
+void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs::path& scratch) {
+    auto& alloc = doc.GetAllocator();
+    struct utsname host {};
+    ::uname(&host);
+    doc.AddMember("suite", rapidjson::Value(suite.name, alloc), alloc);
+    doc.AddMember("receipt_id", rapidjson::Value(new_receipt_id(), alloc), alloc);
+    doc.AddMember("hostname", rapidjson::Value(host.nodename, alloc), alloc);
+    doc.AddMember("root", rapidjson::Value(fs::weakly_canonical(suite.root).string(), alloc), alloc);
+    doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
+    const auto expected = expected_config(suite.root);
+    doc.AddMember("expected_configfile", expected ? rapidjson::Value(expected->string(), alloc) : rapidjson::Value(), alloc);
+    doc.AddMember("stray_configs", string_list(stray_configs(suite.root), alloc), alloc);
+    add_options(doc, suite);
+    rapidjson::Value git(rapidjson::kNullType);
+    if (auto state = read_git_state(suite.root, scratch)) {
+        git.SetObject();
+        git.AddMember("head", rapidjson::Value(state->head, alloc), alloc);
+        git.AddMember("branch", rapidjson::Value(state->branch, alloc), alloc);
+        git.AddMember("dirty", string_list(state->dirty, alloc), alloc);
+        git.AddMember("digest", rapidjson::Value(state->digest, alloc), alloc);
+    }
+    doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
+    doc.AddMember("sandbox", sandbox_record(suite, alloc), alloc);
+    if (const char* shard = std::getenv("EVIDENCE_GATE_SHARD"); shard && *shard)
+        doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
+    const auto* tests = member(doc, "tests");
+    doc.AddMember("collected", rapidjson::Value(static_cast<uint64_t>(tests && tests->IsArray() ? tests->Size() : 0)), alloc);
+}
+
+}  // namespace
+
+std::vector<CollectedTest> Receipt::collected() const {
+    std::vector<CollectedTest> out;
+    out.reserve(tests.size());
+    for (const auto& t : tests) out.push_back({t.id, t.serial});
+    return out;
+}
+
+namespace {
+
+// One --collect-only run with the suite's command line and environment.
+rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose) {
+    const auto collect_file = suite.evidence_dir / (purpose + ".collect.json");
+    const auto log = suite.evidence_dir / "logs" / (purpose + ".log");
+    fs::create_directories(log.parent_path());
+    fs::remove(collect_file);
+    fs::remove(log);
+    auto spec = pytest_process(suite, {"--collect-only", "-q", "--evidence-gate-collect=" + collect_file.string()}, log);
+    const auto result = run_process(spec);
+    if (!fs::exists(collect_file)) {
+        throw Error("pytest collection did not complete (" + result.describe() + "); its output is in " +
+                    log.string() + ":\n" + read_file(log));
+    }
+    auto doc = parse_json(read_file(collect_file), collect_file.string());
+    fs::remove(collect_file);
+    return doc;
+}
+
+}  // namespace
+
+Receipt take_receipt(const SuiteConfig& suite) {
+    auto doc = collect(suite, "receipt");
+    add_workspace(doc, suite, suite.evidence_dir / "git.out");
+    // The digest binds the canonical JSON of everything above it.
+    auto& alloc = doc.GetAllocator();
+    doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);
+    write_file_atomic(suite.receipt_file(), to_json(doc) + "\n");
+    return parse_receipt(doc, suite.receipt_file().string());
+}
+
+std::vector<std::string> collected_ids(const SuiteConfig& suite) {
+    const auto doc = collect(suite, "discover");
+    std::vector<std::string> ids;
+    for (const auto& test : parse_receipt(doc, suite.name).tests) ids.push_back(test.id);
+    return ids;
+}
+
+Receipt load_receipt(const fs::path& file) {
+    const auto doc = read_json_file(file);
+    return parse_receipt(doc, file.string());
+}
+
+bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b) {
+    if (!a || !b) return !a && !b;
+    std::error_code ec;
+    return *a == *b || fs::equivalent(*a, *b, ec);
+}
+
+std::vector<std::pair<std::string, int>> duplicate_ids(const Receipt& receipt) {
+    std::unordered_map<std::string, int> count;
+    for (const auto& t : receipt.tests) ++count[t.id];
+    std::vector<std::pair<std::string, int>> duplicates;
+    for (const auto& t : receipt.tests) {
+        auto it = count.find(t.id);
+        if (it == count.end() || it->second < 2) continue;
+        duplicates.emplace_back(t.id, it->second);
+        count.erase(it);  // once, at its first place
+    }
+    return duplicates;
+}
+
+std::string describe_duplicates(const std::vector<std::pair<std::string, int>>& duplicates) {
+    std::string text;
+    for (const auto& [id, times] : duplicates)
+        text += (text.empty() ? "" : ", ") + quote(id) + " (" + std::to_string(times) + " times)";
+    return text;
+}
+
+std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receipt& receipt) {
+    std::vector<std::string> problems;
+    std::error_code ec;
+    if (!fs::equivalent(receipt.rootdir, suite.root, ec))
+        problems.push_back("pytest chose rootdir " + quote(receipt.rootdir) + ", not ROOT " + quote(suite.root.string()));
+    if (!same_config(receipt.configfile, receipt.expected_configfile))
+        problems.push_back("pytest read its configuration from " + quote(receipt.configfile.value_or("(none)")) +
+                           ", but the project's is " + quote(receipt.expected_configfile.value_or("(none)")));
+    // 0: collected; 2: collection errors (ledger rows name them); 5: nothing collected (below).
+    if (receipt.exitstatus != 0 && receipt.exitstatus != 2 && receipt.exitstatus != 5)
+        problems.push_back("pytest's collection ended with exit status " + std::to_string(receipt.exitstatus) +
+                           (receipt.exitstatus == 3 ? " (an internal error: INTERNALERROR in " : " (see ") +
+                           (suite.evidence_dir / "logs" / "receipt.log").string() + ")");
+    if (const auto duplicates = duplicate_ids(receipt); !duplicates.empty())
+        problems.push_back("pytest collected " + std::to_string(duplicates.size()) +
+                           " node id(s) more than once (a custom collector that names two items alike?), so no run "
+                           "could tell their results apart: " + describe_duplicates(duplicates));
+    if (receipt.tests.empty() && receipt.errors.empty())
+        problems.push_back("pytest collected no tests from " + quote(suite.root.string()) + " (configfile " +
+                           quote(receipt.configfile.value_or("(none)")) + ")");
+    return problems;
+}
+
+}  // namespace evgate

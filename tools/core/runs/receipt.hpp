@@ -1,0 +1,71 @@
+// The workspace receipt: what pytest really collected, from where, with which config and
+// conftest files — taken before any run, and what every run is checked against afterwards.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runs/shuffle.hpp"
+#include "inputs/suite_config.hpp"
+
+namespace evgate {
+
+struct EnvSensitive {
+    std::string until;
+    std::string owner;
+    std::string reason;
+};
+
+struct ReceiptTest {
+    std::string id;
+    bool serial = false;
+    std::vector<std::string> writes;
+    std::optional<EnvSensitive> env_sensitive;
+};
+
+struct Receipt {
+    std::string id;  // binds the runs of one ctest invocation to this receipt
+    std::string rootdir;
+    std::optional<std::string> configfile;
+    std::vector<std::string> conftests;
+    std::vector<ReceiptTest> tests;
+    std::vector<std::string> errors;  // collection errors, "nodeid: message"
+    int exitstatus = 0;
+    std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
+    std::vector<std::string> stray_configs;          // below ROOT, relative to it
+    std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
+    std::vector<std::string> hollow;                 // options under which pytest never calls the tests
+    std::string git_head;                            // "" outside a git work tree
+    std::vector<std::string> git_dirty;              // `git status --porcelain` lines of the work tree
+    std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
+    std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
+    std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
+    std::string shard;                               // "k/n" for a shard's receipt, else ""
+    std::string suite;
+
+    std::vector<CollectedTest> collected() const;
+};
+
+// Collects with the suite's own command line and environment; writes receipt.json.
+Receipt take_receipt(const SuiteConfig& suite);
+Receipt load_receipt(const std::filesystem::path& file);
+
+// The node ids pytest collects now, with the suite's command line and environment.
+std::vector<std::string> collected_ids(const SuiteConfig& suite);
+
+// Two config paths name the same file (or are both absent).
+bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b);
+
+// Node ids pytest collected more than once (custom collectors that name two items alike), with
+// how often, in collection order: a run could not tell their results apart.
+std::vector<std::pair<std::string, int>> duplicate_ids(const Receipt& receipt);
+// "'a' (2 times), 'b' (3 times)".
+std::string describe_duplicates(const std::vector<std::pair<std::string, int>>& duplicates);
+
+// Why the receipt cannot be trusted at all (empty when it can); the receipt step fails then.
+std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receipt& receipt);
+
+}  // namespace evgate

@@ -1,0 +1,80 @@
+#include "runs/rerun_planner.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace evgate {
+namespace {
+
+struct Seen {
+    std::map<std::string, std::vector<const LoadedRun*>> runs_by_class;  // pass/fail/skip -> runs
+};
+
+std::unordered_map<std::string, Seen> observe(const std::vector<LoadedRun>& runs) {
+    std::unordered_map<std::string, Seen> seen;
+    for (const auto& run : runs) {
+        if (!run.problem.empty()) continue;
+        for (const auto& [test, result] : run.records.results) {
+            const auto cls = std::string(outcome_class(result.outcome));
+            if (!cls.empty()) seen[test].runs_by_class[cls].push_back(&run);
+        }
+    }
+    return seen;
+}
+
+}  // namespace
+
+std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const RerunLimits& limits) {
+    const auto seen = observe(seed_runs);
+    // For every order to rerun: how far into it the last suspicious test sits.
+    std::map<const LoadedRun*, std::size_t> prefix;
+    std::set<std::string> alone;
+    for (const auto& [test, s] : seen) {
+        if (s.runs_by_class.size() == 1 && s.runs_by_class.count("fail")) {
+            alone.insert(test);
+            continue;
+        }
+        if (s.runs_by_class.size() < 2 || !s.runs_by_class.count("fail")) continue;  // never failed: nothing to tell
+        for (const auto& [cls, runs] : s.runs_by_class) {
+            for (std::size_t i = 0; i < runs.size() && i < limits.orders_per_outcome; ++i) {
+                const auto& tests = runs[i]->plan.tests;
+                const auto at = static_cast<std::size_t>(std::find(tests.begin(), tests.end(), test) - tests.begin());
+                auto& end = prefix[runs[i]];
+                end = std::max(end, at + 1);
+            }
+        }
+    }
+
+    std::vector<RunPlan> plans;
+    for (const auto& run : seed_runs) {  // in the seed runs' order, so plans are stable
+        auto it = prefix.find(&run);
+        if (it == prefix.end()) continue;
+        for (int j = 1; j <= limits.reruns; ++j) {
+            RunPlan plan;
+            plan.id = run.plan.id + ".rerun." + std::to_string(j);
+            plan.order = run.plan.order;
+            plan.seed = run.plan.seed;
+            plan.tests.assign(run.plan.tests.begin(), run.plan.tests.begin() + static_cast<std::ptrdiff_t>(it->second));
+            plans.push_back(std::move(plan));
+        }
+    }
+    // Alone, in collection order (the first seed run's plan is seed.0's: collection order).
+    std::size_t n = 0;
+    if (!seed_runs.empty()) {
+        for (const auto& test : seed_runs.front().plan.tests) {
+            if (!alone.count(test) || n >= limits.alone) continue;
+            RunPlan plan;
+            plan.id = "alone." + std::to_string(++n);
+            plan.order = "alone";
+            plan.seed = 0;
+            plan.tests = {test};
+            plans.push_back(std::move(plan));
+        }
+    }
+    return plans;
+}
+
+}  // namespace evgate

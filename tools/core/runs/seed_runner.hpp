@@ -1,0 +1,78 @@
+// Running one order of the suite: pytest under the plugin, leases checked per test, groups
+// restored after every process, and a fresh process for the rest of the order when the
+// interpreter dies, so one crash does not blind the rest.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "fixtures/fixture_store.hpp"
+#include "runs/receipt.hpp"
+#include "runs/run_records.hpp"
+#include "inputs/suite_config.hpp"
+#include "verdicts/triage.hpp"
+
+namespace evgate {
+
+struct RunPlan {
+    std::string id;     // "seed.3", "seed.3.rerun.1", "alone.2"
+    std::string order;  // the order it replays: "seed.3" for the seed and its reruns
+    std::uint64_t seed = 0;
+    std::vector<std::string> tests;  // in the order they are to run
+    Column column = Column::local;
+    std::vector<std::string> environment;  // VAR=value on top of the suite's (the perturbed run's)
+    std::vector<int> cpus;                 // CPUs it may use; empty: all
+    std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
+    TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
+    std::string lease;                     // the lease token it ran under, in the plan file
+};
+
+struct RunSummary {
+    bool complete = false;     // every planned test has a result or was interrupted
+    bool harness_ok = true;    // false: pytest never ran the tests (usage or collection failure)
+    int processes = 0;
+    std::size_t results = 0, failed = 0;  // tests with a result, and those failed or in error
+    std::vector<std::string> interrupted;
+    std::string note;
+};
+
+std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path plan_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path log_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path records_file(const SuiteConfig& suite, const RunPlan& plan);
+
+void write_plan(const std::filesystem::path& file, const RunPlan& plan);
+RunPlan read_plan(const std::filesystem::path& file);
+// A plan document's every field but its tests, for readers that keep the tests their own way.
+RunPlan plan_header(const rapidjson::Value& doc, const std::string& source);
+
+struct LoadedRun {
+    RunPlan plan;
+    RunRecords records;
+    std::string problem;  // records that could not be read, or a run planned from another receipt
+};
+
+// Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
+std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
+std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::string& receipt_id);
+
+// The plan files in `runs_dir` in that order: seeds and their reruns first, then the runs that
+// check a test alone. A run's id is its plan file's name (<id>.plan.json).
+std::vector<std::filesystem::path> run_plan_files(const std::filesystem::path& runs_dir);
+
+// One run: `read` fills it from its plan file and its records (<id>.jsonl beside it). A run that
+// cannot be read comes back with its problem.
+using RunReader = std::function<void(const std::filesystem::path& plan_file, LoadedRun& run)>;
+LoadedRun load_run(const std::filesystem::path& plan_file, const RunReader& read);
+// A run that finished under another receipt than `receipt_id` gets that as its problem.
+void check_receipt(LoadedRun& run, const std::string& receipt_id);
+std::filesystem::path records_beside(const std::filesystem::path& plan_file);
+
+RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan);
+
+}  // namespace evgate
