@@ -33,14 +33,14 @@ std::string test_id(int i) {
 // Every run's outcome for test `i` under `verdict`; reruns only cover the first seeds.
 void fill_outcomes(LedgerRow& row, int i, const std::vector<std::string>& columns) {
     for (std::size_t c = 0; c < columns.size(); ++c) {
-        if (columns[c].find(".rerun.") != std::string::npos && row.verdict == "stable" && (i + static_cast<int>(c)) % 3)
+        if (columns[c].find(".rerun.") != std::string::npos && row.verdict == Verdict::stable && (i + static_cast<int>(c)) % 3)
             continue;  // not in this rerun's plan
         std::string outcome = "passed";
-        if (row.verdict == "order-dependent") outcome = c % 3 == 0 ? "failed" : "passed";
-        if (row.verdict == "flaky") outcome = (c * 7 + static_cast<std::size_t>(i)) % 5 == 0 ? "failed" : "passed";
-        if (row.verdict == "failing") outcome = c == 2 ? "error" : "failed";
-        if (row.verdict == "interrupted") outcome = c == 4 ? "interrupted" : c > 4 ? "missing" : "passed";
-        if (row.verdict == "skipped") outcome = "skipped";
+        if (row.verdict == Verdict::order_dependent) outcome = c % 3 == 0 ? "failed" : "passed";
+        if (row.verdict == Verdict::flaky) outcome = (c * 7 + static_cast<std::size_t>(i)) % 5 == 0 ? "failed" : "passed";
+        if (row.verdict == Verdict::failing) outcome = c == 2 ? "error" : "failed";
+        if (row.verdict == Verdict::interrupted) outcome = c == 4 ? "interrupted" : c > 4 ? "missing" : "passed";
+        if (row.verdict == Verdict::skipped) outcome = "skipped";
         row.outcomes.emplace_back(columns[c], outcome);
     }
 }
@@ -48,16 +48,17 @@ void fill_outcomes(LedgerRow& row, int i, const std::vector<std::string>& column
 LedgerRow test_row(int i, const std::vector<std::string>& columns) {
     LedgerRow row;
     row.test = test_id(i);
-    row.verdict = i % 97 == 3 ? "order-dependent" : i % 89 == 5 ? "flaky" : i % 53 == 7 ? "failing"
-                : i % 211 == 11 ? "interrupted" : i % 31 == 13 ? "skipped" : "stable";
-    row.gate = row.verdict == "stable" || row.verdict == "skipped" ? "pass" : row.verdict == "flaky" ? "defer" : "block";
-    row.reason = row.verdict == "stable" ? "passes in every run" : "synthetic " + row.verdict + " row " + std::to_string(i);
-    if (row.verdict == "order-dependent") {
+    row.verdict = i % 97 == 3 ? Verdict::order_dependent : i % 89 == 5 ? Verdict::flaky : i % 53 == 7 ? Verdict::failing
+                : i % 211 == 11 ? Verdict::interrupted : i % 31 == 13 ? Verdict::skipped : Verdict::stable;
+    row.gate = info(row.verdict).gate == Gate::pass ? Gate::pass : row.verdict == Verdict::flaky ? Gate::defer : Gate::block;
+    row.reason = row.verdict == Verdict::stable ? "passes in every run"
+                                                : "synthetic " + std::string(to_string(row.verdict)) + " row " + std::to_string(i);
+    if (row.verdict == Verdict::order_dependent) {
         row.partner = test_id(i + 1);
         row.partner_role = "polluter";
         row.reproduce = "cd /src && python3 -m pytest -p no:cacheprovider '" + test_id(i + 1) + "' '" + row.test + "'";
     }
-    if (row.gate == "defer") {
+    if (row.gate == Gate::defer) {
         row.until = "2026-12-31";
         row.owner = "team-" + std::to_string(i % 7);
     }
@@ -80,8 +81,8 @@ int main(int argc, char** argv) {
     LedgerRow collection;
     collection.test = "collection";
     collection.suite_scope = true;
-    collection.verdict = "stable";
-    collection.gate = "pass";
+    collection.verdict = Verdict::stable;
+    collection.gate = Gate::pass;
     collection.reason = std::to_string(tests) + " tests collected";
     rows.push_back(collection);
     for (int i = 0; i < tests; ++i) rows.push_back(test_row(i, columns));
@@ -98,6 +99,8 @@ int main(int argc, char** argv) {
     input.rows = &rows;
     input.columns = columns;
     input.receipt = &receipt;
+    const auto summary = summarize(rows);
+    input.summary = &summary;
     input.drift = {{"perturbed",
                     {{"timezone.TZ", std::nullopt, std::string("\"Asia/Kolkata\""), drift_rank::locale_timezone},
                      {"locale.env.LANG", std::string("\"C.UTF-8\""), std::string("\"de_DE.UTF-8\""), drift_rank::locale_timezone},

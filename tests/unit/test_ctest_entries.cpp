@@ -19,8 +19,8 @@ SuiteConfig suite_in(const TempDir& dir) {
 LedgerRow row(std::string test, std::string verdict, std::string gate, std::string reason) {
     LedgerRow r;
     r.test = std::move(test);
-    r.verdict = std::move(verdict);
-    r.gate = std::move(gate);
+    r.verdict = verdict_named(verdict).value();
+    r.gate = gate_named(gate).value();
     r.reason = std::move(reason);
     r.outcomes = {{"seed.0", "failed"}, {"seed.1", "passed"}};
     return r;

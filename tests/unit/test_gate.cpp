@@ -49,8 +49,8 @@ TEST_CASE("a clean suite passes and every row is written", "[gate]") {
     input.runs = {finished_run("seed.0", {"t::a", "t::b"}, {{"t::a", "passed"}, {"t::b", "skipped"}})};
     input.expected_runs = {"seed.0"};
     const auto rows = build_ledger(input);
-    CHECK(row_of(rows, "t::a").gate == "pass");
-    CHECK(row_of(rows, "t::b").verdict == "skipped");
+    CHECK(row_of(rows, "t::a").gate == Gate::pass);
+    CHECK(row_of(rows, "t::b").verdict == Verdict::skipped);
     CHECK(row_of(rows, "collection").suite_scope);
     std::ostringstream out;
     CHECK(print_gate(out, "s", rows, 1) == 0);
@@ -63,14 +63,14 @@ TEST_CASE("quarantine defers flaky and failing rows until the date, then blocks"
                   finished_run("seed.1", {"t::f"}, {{"t::f", "failed"}})};
     input.quarantine = {{"t::f", Date{2026, 6, 1}, "ana", "ticket 12", 1}};
     auto rows = build_ledger(input);
-    CHECK(row_of(rows, "t::f").verdict == "failing");
-    CHECK(row_of(rows, "t::f").gate == "defer");
+    CHECK(row_of(rows, "t::f").verdict == Verdict::failing);
+    CHECK(row_of(rows, "t::f").gate == Gate::defer);
     CHECK(row_of(rows, "t::f").until == std::optional<std::string>("2026-06-01"));
     CHECK(row_of(rows, "t::f").owner == std::optional<std::string>("ana"));
 
     input.today = Date{2026, 6, 2};
     rows = build_ledger(input);
-    CHECK(row_of(rows, "t::f").gate == "block");
+    CHECK(row_of(rows, "t::f").gate == Gate::block);
     CHECK_THAT(row_of(rows, "t::f").reason, Catch::Contains("expired on 2026-06-01"));
 }
 
@@ -79,7 +79,7 @@ TEST_CASE("quarantine never defers a polluter or an order dependence", "[gate]")
     input.runs = {finished_run("seed.0", {"t::v"}, {{"t::v", "failed"}}),
                   finished_run("seed.1", {"t::v"}, {{"t::v", "passed"}})};
     input.quarantine = {{"t::v", Date{2099, 1, 1}, "ana", "", 1}};
-    CHECK(row_of(build_ledger(input), "t::v").gate == "block");
+    CHECK(row_of(build_ledger(input), "t::v").gate == Gate::block);
 }
 
 TEST_CASE("suite rows block on runs that did not finish, are missing or come from another receipt", "[gate]") {
@@ -93,10 +93,10 @@ TEST_CASE("suite rows block on runs that did not finish, are missing or come fro
     input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}}), unfinished, stale};
     input.expected_runs = {"seed.0", "seed.1", "seed.2", "seed.3"};
     const auto rows = build_ledger(input);
-    CHECK(row_of(rows, "run:seed.0").gate == "pass");
-    CHECK(row_of(rows, "run:seed.1").verdict == "interrupted");
+    CHECK(row_of(rows, "run:seed.0").gate == Gate::pass);
+    CHECK(row_of(rows, "run:seed.1").verdict == Verdict::interrupted);
     CHECK_THAT(row_of(rows, "run:seed.2").reason, Catch::Contains("earlier receipt"));
-    CHECK(row_of(rows, "run:seed.3").verdict == "missing");
+    CHECK(row_of(rows, "run:seed.3").verdict == Verdict::missing);
     std::ostringstream out;
     CHECK(print_gate(out, "s", rows, 3) == 3);
     CHECK_THAT(out.str(), Catch::Contains("BLOCK run:seed.3: missing"));
@@ -116,7 +116,7 @@ TEST_CASE("a run that saw another rootdir or unknown tests blocks", "[gate]") {
 
 TEST_CASE("collection errors, an empty collection and a shrunken baseline block", "[gate]") {
     auto input = input_for({});
-    CHECK(row_of(build_ledger(input), "collection").gate == "block");
+    CHECK(row_of(build_ledger(input), "collection").gate == Gate::block);
     input = input_for({"t::a"});
     input.receipt.errors = {"tests/test_b.py: ImportError"};
     CHECK_THAT(row_of(build_ledger(input), "collection").reason, Catch::Contains("ImportError"));
@@ -124,10 +124,10 @@ TEST_CASE("collection errors, an empty collection and a shrunken baseline block"
     input.baseline = Baseline{2, {"t::a", "t::b"}, true};
     input.baseline_file = "baseline.json";
     const auto rows = build_ledger(input);
-    CHECK(row_of(rows, "baseline").gate == "block");
+    CHECK(row_of(rows, "baseline").gate == Gate::block);
     CHECK_THAT(row_of(rows, "baseline").reason, Catch::Contains("t::b") && Catch::Contains("expects 2"));
     input.baseline_tolerance = 1;
-    CHECK(row_of(build_ledger(input), "baseline").gate == "pass");
+    CHECK(row_of(build_ledger(input), "baseline").gate == Gate::pass);
 }
 
 TEST_CASE("a configured baseline that was never written blocks, saying how to write it", "[gate]") {
@@ -144,10 +144,10 @@ TEST_CASE("the receipt row blocks on another rootdir or config; stray configs wa
     input.receipt.expected_configfile = std::nullopt;
     input.receipt.stray_configs = {"src/pytest.ini"};
     const auto rows = build_ledger(input);
-    CHECK(row_of(rows, "receipt").gate == "block");
+    CHECK(row_of(rows, "receipt").gate == Gate::block);
     CHECK_THAT(row_of(rows, "receipt").reason, Catch::Contains("/tests/pytest.ini"));
     CHECK(row_of(rows, "stray-config:src/pytest.ini").warning);
-    CHECK(row_of(rows, "stray-config:src/pytest.ini").gate == "pass");
+    CHECK(row_of(rows, "stray-config:src/pytest.ini").gate == Gate::pass);
 }
 
 TEST_CASE("the ledger is byte-identical for the same inputs and keeps every attempt", "[gate]") {
@@ -167,12 +167,12 @@ TEST_CASE("tests with the same attempts are judged alike, each with its own quar
     input.quarantine = {{"t::q", Date{2026, 6, 1}, "ana", "ticket 12", 1}};
     input.evgate = "/bin/evgate";
     const auto rows = build_ledger(input);
-    CHECK(row_of(rows, "t::q").gate == "defer");
-    CHECK(row_of(rows, "t::r").gate == "block");
+    CHECK(row_of(rows, "t::q").gate == Gate::defer);
+    CHECK(row_of(rows, "t::r").gate == Gate::block);
     CHECK(row_of(rows, "t::q").reason != row_of(rows, "t::r").reason);
     CHECK_THAT(*row_of(rows, "t::r").reproduce, Catch::Contains("--test t::r"));
     CHECK_THAT(*row_of(rows, "t::q").reproduce, Catch::Contains("--test t::q"));
-    CHECK(row_of(rows, "t::s").verdict == "stable");
+    CHECK(row_of(rows, "t::s").verdict == Verdict::stable);
 }
 
 TEST_CASE("the gate read back from the ledger prints what the gate printed when it built it", "[gate]") {
@@ -221,13 +221,36 @@ TEST_CASE("the gate reads a ledger written with spaces too, and names file and l
     CHECK_THROWS_WITH(read_gate_summary(dir.path / "absent.jsonl"), Catch::Contains("the ledger step writes it"));
 }
 
+TEST_CASE("the gate reads back only the table's verdicts and gates: another word is an error, never a pass", "[gate]") {
+    TempDir dir;
+    const auto file = dir.path / "ledger.jsonl";
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})" "\n"
+                            R"({"test":"t::b","verdict":"failing","gate":"blocked","reason":"r"})" "\n");
+    CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":2: 'gate' is not pass, defer or block: 'blocked'");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"wobbly","gate":"block","reason":"r"})" "\n");
+    CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: 'verdict' is not a verdict: 'wobbly'");
+}
+
+TEST_CASE("one summary: the gate's counts, the verdicts in precedence order, the line the reports print", "[gate]") {
+    auto input = input_for({"t::a", "t::f", "t::s"});
+    input.runs = {finished_run("seed.0", {"t::a", "t::f", "t::s"}, {{"t::a", "passed"}, {"t::f", "failed"}, {"t::s", "skipped"}})};
+    const auto summary = summarize(build_ledger(input));
+    CHECK(summary.tests == 3);
+    CHECK(summary.blocked == 1);
+    CHECK(summary.passed() == 2);
+    CHECK(summary.decision() == "BLOCKED");
+    CHECK(summary.verdict_counts() ==
+          std::vector<std::pair<Verdict, int>>{{Verdict::failing, 1}, {Verdict::skipped, 1}, {Verdict::stable, 1}});
+    CHECK(summary_line(summary, 1) == "3 tests over 1 runs: 1 block, 0 defer, 2 pass");
+}
+
 TEST_CASE("node ids collected more than once block the collection row, naming them", "[gate]") {
     auto input = input_for({"t.checks::a", "t.checks::b", "t.checks::a", "t.checks::a"});
     const auto duplicates = duplicate_ids(input.receipt);
     REQUIRE(duplicates.size() == 1);
     CHECK(duplicates.front() == std::pair<std::string, int>("t.checks::a", 3));
     const auto& row = row_of(receipt_rows(input), "collection");
-    CHECK(row.gate == "block");
+    CHECK(row.gate == Gate::block);
     CHECK_THAT(row.reason, Catch::Contains("'t.checks::a' (3 times)"));
 }
 
@@ -236,11 +259,11 @@ TEST_CASE("options that thin the run warn; options under which no test is called
     input.receipt.thinning = {"-o python_functions=test_ok (PYTEST_ADDOPTS)"};
     auto rows = receipt_rows(input);
     CHECK(row_of(rows, "thinning").warning);
-    CHECK(row_of(rows, "thinning").gate == "pass");
+    CHECK(row_of(rows, "thinning").gate == Gate::pass);
     CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-o python_functions=test_ok (PYTEST_ADDOPTS)"));
     input.receipt.hollow = {"--setup-only (PYTEST_ARGS)"};
     rows = receipt_rows(input);
-    CHECK(row_of(rows, "options").gate == "block");
+    CHECK(row_of(rows, "options").gate == Gate::block);
     CHECK_THAT(row_of(rows, "options").reason, Catch::Contains("--setup-only (PYTEST_ARGS)"));
 }
 
@@ -255,7 +278,7 @@ TEST_CASE("quarantine entries for no collected test, or dated more than a year a
     const auto rows = build_ledger(input);
     const auto& gone = row_of(rows, "quarantine:evidence/quarantine.jsonl:1");
     CHECK(gone.warning);
-    CHECK(gone.gate == "pass");
+    CHECK(gone.gate == Gate::pass);
     CHECK_THAT(gone.reason, Catch::Contains("'t::gone'") && Catch::Contains("matches no collected test"));
     const auto& far = row_of(rows, "quarantine:evidence/quarantine.jsonl:3");
     CHECK_THAT(far.reason, Catch::Contains("until 2027-06-02") && Catch::Contains("more than a year after today (2026-06-01)"));
@@ -293,7 +316,7 @@ TEST_CASE("tests skipped in every run for a reason that points at the sandboxed 
     auto rows = build_ledger(input);
     const auto& sandbox = row_of(rows, "sandbox");
     CHECK(sandbox.warning);
-    CHECK(sandbox.gate == "pass");
+    CHECK(sandbox.gate == Gate::pass);
     CHECK(sandbox.suite_scope);
     CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 4 test(s) skipped in every run"));
     for (const char* named : {"t::ini", "t::tilde", "t::env", "t::tmp", "'/home/ana'"}) CHECK_THAT(sandbox.reason, Catch::Contains(named));

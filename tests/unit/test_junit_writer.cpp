@@ -36,9 +36,9 @@ const TestResult kPassed{"passed", {}, {}, {}};
 LedgerRow row(std::string test, std::string verdict, std::string gate, const RunMatrix& runs) {
     LedgerRow r;
     r.test = std::move(test);
-    r.verdict = std::move(verdict);
-    r.gate = std::move(gate);
-    r.reason = "because " + r.verdict;
+    r.verdict = verdict_named(verdict).value();
+    r.gate = gate_named(gate).value();
+    r.reason = "because " + verdict;
     r.outcomes = runs.outcomes(runs.find(r.test));
     return r;
 }
@@ -148,13 +148,13 @@ TEST_CASE("junit.xml: suite rows that block are testcases of a pseudo class; the
     LedgerRow died;
     died.test = "run:seed.3";
     died.suite_scope = true;
-    died.verdict = "interrupted";
-    died.gate = "block";
+    died.verdict = Verdict::interrupted;
+    died.gate = Gate::block;
     died.reason = "the run did not finish";
     LedgerRow fine = died;
     fine.test = "receipt";
-    fine.verdict = "stable";
-    fine.gate = "pass";
+    fine.verdict = Verdict::stable;
+    fine.gate = Gate::pass;
     const Doc doc(junit_xml({fine, died}, runs, kContext));
     const auto& check = doc.testcase("evidence-gate.billing", "run:seed.3");
     CHECK(property(check, "scope") == "suite");
@@ -204,8 +204,8 @@ TEST_CASE("runner bundles read evgate's junit.xml back attempt by attempt, its o
     LedgerRow died;
     died.test = "run:seed.9";
     died.suite_scope = true;
-    died.verdict = "missing";
-    died.gate = "block";
+    died.verdict = Verdict::missing;
+    died.gate = Gate::block;
     rows.push_back(died);
     const auto back = parse_junit(junit_xml(rows, runs, kContext), "junit.xml",
                                   {"t.py::test_coin", "t.py::TestA::test_b[1-x]", "t.py::test_skip", "t.py::test_gap"});

@@ -19,9 +19,9 @@ const std::string kHostileEscaped = "tests/t.py::test[&lt;script&gt;alert(&quot;
 LedgerRow row(std::string test, std::string verdict, std::string gate, std::vector<std::pair<std::string, std::string>> outcomes = {}) {
     LedgerRow r;
     r.test = std::move(test);
-    r.verdict = std::move(verdict);
-    r.gate = std::move(gate);
-    r.reason = "because " + r.verdict;
+    r.verdict = verdict_named(verdict).value();
+    r.gate = gate_named(gate).value();
+    r.reason = "because " + verdict;
     r.outcomes = std::move(outcomes);
     return r;
 }
@@ -35,6 +35,7 @@ LedgerRow suite_check(std::string name, std::string verdict, std::string gate) {
 struct Fixture {
     Receipt receipt;
     std::vector<LedgerRow> rows;
+    GateSummary summary;
     ReportInput input;
 
     Fixture() {
@@ -57,6 +58,8 @@ struct Fixture {
     const ReportInput& in() {
         input.rows = &rows;
         input.receipt = &receipt;
+        summary = summarize(rows);
+        input.summary = &summary;
         return input;
     }
 };

@@ -52,8 +52,8 @@ std::vector<std::string> names(const std::vector<fs::path>& paths) {
 LedgerRow ledger_row(std::string test, std::string verdict, std::string gate) {
     LedgerRow r;
     r.test = std::move(test);
-    r.verdict = std::move(verdict);
-    r.gate = std::move(gate);
+    r.verdict = verdict_named(verdict).value();
+    r.gate = gate_named(gate).value();
     r.reason = "because";
     return r;
 }
@@ -184,7 +184,8 @@ TEST_CASE("EVIDENCE_GATE_HISTORY: each row that does not pass says how it fared 
 
     CHECK(extras->note(now[4]) == "bad in 2 of the last 3 runs on main (flaky 1, failing 1), first on commit-r2");
     Receipt receipt;
-    ReportInput input{"billing", &now, {}, &receipt, {}, &*extras};
+    const auto summary = summarize(now);
+    ReportInput input{"billing", &now, {}, &receipt, {}, &*extras, &summary};
     const auto md = report_markdown(input);
     CHECK_THAT(md, Catch::Contains("| test | verdict | reason | before |"));
     CHECK_THAT(md, Catch::Contains("new: in none of the last 3 runs on main |"));
@@ -235,7 +236,8 @@ TEST_CASE("EVIDENCE_GATE_COMPARE: report.md tells the rows this change brought f
         CHECK_FALSE(extras->already_bad(rows[2]));
         CHECK_FALSE(extras->note);
         Receipt receipt;
-        const auto md = report_markdown({"billing", &rows, {}, &receipt, {}, &*extras});
+        const auto summary = summarize(rows);
+        const auto md = report_markdown({"billing", &rows, {}, &receipt, {}, &*extras, &summary});
         const auto fresh = md.find("### Blocking because of this change (not bad in `" + where.string() + "`): 2");
         const auto old = md.find("### Blocking, already bad in `" + where.string() + "`: 1");
         REQUIRE(fresh != std::string::npos);

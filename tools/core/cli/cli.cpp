@@ -33,6 +33,7 @@ const Command kCommands[] = {
     {"gate", "print the gate and fail when a row blocks", cmd_gate},
     {"verdict", "print a test's verdict, as its CTest entry does", cmd_verdict},
     {"discover", "write one CTest entry per test", cmd_discover},
+    {"verdicts", "print the verdict table as JSON", cmd_verdicts},
     {"history", "rank tests by verdict flips over many runs' evidence", cmd_history},
     {"baseline", "write the collection baseline", cmd_baseline},
     {"restore", "restore the fixture groups to pristine", cmd_restore},

@@ -14,6 +14,7 @@
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "reports/junit_writer.hpp"
+#include "verdicts/verdict_table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -345,14 +346,15 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
         if (index == tracks.size()) tracks.emplace_back();
         auto& track = tracks[index];
         if (!track.stretches.empty() && track.stretches.back().to == run) continue;  // listed twice: the first row counts
-        advance(track, verdicts_.intern(row.verdict), row.gate != "pass", run, before);
-        const bool block = row.gate == "block";
+        const auto gate = gate_named(row.gate);  // another word counts as bad, and neither blocks nor defers
+        advance(track, verdicts_.intern(row.verdict), gate != Gate::pass, run, before);
+        const bool block = gate == Gate::block;
         if (row.suite_scope) {
             entry.checks_blocking += block;
         } else {
             ++entry.tests;
             entry.blocking += block;
-            entry.deferred += row.gate == "defer";
+            entry.deferred += gate == Gate::defer;
         }
     }
     suite.last_rows = std::move(order);

@@ -66,6 +66,9 @@ private:
     std::string text_;
 };
 
+// The verdicts the table reports as skipped: a <skipped/> element, counted as skipped.
+bool reported_skipped(const LedgerRow& row) { return info(row.verdict).status == CaseStatus::skipped; }
+
 bool differed(std::string_view outcome) { return outcome_class(outcome) != "pass" && outcome_class(outcome) != "skip"; }
 
 std::string host_of(const Attempt& a, const JUnitContext& context) {
@@ -108,10 +111,10 @@ std::string outcomes_json(const Outcomes& outcomes) {
 
 // What a reader of a CI page needs about a row that does not simply pass.
 std::string row_story(const LedgerRow& row) {
-    std::string text = row.verdict + " (gate " + row.gate + "): " + row.reason;
+    std::string text = std::string(to_string(row.verdict)) + " (gate " + std::string(to_string(row.gate)) + "): " + row.reason;
     if (row.partner) text += "\npartner: " + *row.partner + (row.partner_role ? " (" + *row.partner_role + ")" : "");
-    if (row.gate == "defer") text += "\ndeferred until " + row.until.value_or("?") + ", owner " + row.owner.value_or("?");
-    if (!row.also.empty()) text += "\nalso: " + joined(row.also);
+    if (row.gate == Gate::defer) text += "\ndeferred until " + row.until.value_or("?") + ", owner " + row.owner.value_or("?");
+    if (!row.also.empty()) text += "\nalso: " + to_string(row.also);
     if (!row.dirty.empty()) text += "\ndirty: " + joined(row.dirty);
     if (row.reproduce) text += "\nreproduce: " + *row.reproduce;
     return text;
@@ -124,7 +127,7 @@ public:
 
     void test(const LedgerRow& row) {
         const auto address = junit_address(row.test);
-        const bool blocked = row.gate == "block";
+        const bool blocked = row.gate == Gate::block;
         std::vector<Attempt> bad;
         if (std::any_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return differed(o.second); }))
             for (auto& a : runs_.attempts(row.test))
@@ -146,7 +149,7 @@ public:
         if (blocked) failure(row);
         for (const auto& a : bad)
             if (a.outcome == "failed") attempt_element(xml_, a, blocked, facts(a.run), context_);
-        if (row.verdict == "skipped") {
+        if (reported_skipped(row)) {
             xml_.raw("<skipped");
             xml_.attribute("message", "skipped in every run: " + row.reason);
             xml_.raw("/>\n");
@@ -186,8 +189,8 @@ private:
     }
 
     void common_properties(const LedgerRow& row) {
-        xml_.property("verdict", row.verdict);
-        xml_.property("gate", row.gate);
+        xml_.property("verdict", to_string(row.verdict));
+        xml_.property("gate", to_string(row.gate));
         if (row.partner) xml_.property("partner", *row.partner);
         if (row.partner_role) xml_.property("partner_role", *row.partner_role);
         if (row.until) xml_.property("until", *row.until);
@@ -197,15 +200,15 @@ private:
 
     void failure(const LedgerRow& row) {
         xml_.raw("<failure");
-        xml_.attribute("type", row.verdict);
-        xml_.attribute("message", row.verdict + ": " + row.reason);
+        xml_.attribute("type", to_string(row.verdict));
+        xml_.attribute("message", std::string(to_string(row.verdict)) + ": " + row.reason);
         xml_.raw(">");
         xml_.text(row_story(row));
         xml_.raw("</failure>\n");
     }
 
     void close(const LedgerRow& row) {
-        if (row.gate != "pass") {
+        if (row.gate != Gate::pass) {
             xml_.raw("<system-out>");
             xml_.text(row_story(row));
             xml_.raw("</system-out>\n");
@@ -222,10 +225,10 @@ struct Counts {
 Counts count(const std::vector<LedgerRow>& rows) {
     Counts c;
     for (const auto& row : rows) {
-        if (row.suite_scope && row.gate != "block") continue;
+        if (row.suite_scope && row.gate != Gate::block) continue;
         ++c.tests;
-        c.failures += row.gate == "block";
-        c.skipped += !row.suite_scope && row.verdict == "skipped" && row.gate != "block";
+        c.failures += row.gate == Gate::block;
+        c.skipped += !row.suite_scope && reported_skipped(row) && row.gate != Gate::block;
     }
     return c;
 }
@@ -260,13 +263,13 @@ void write_document(const std::vector<LedgerRow>& rows, const RunMatrix& runs, c
     if (!context.commit.empty()) xml.property("commit", context.commit);
     if (!context.branch.empty()) xml.property("branch", context.branch);
     if (!context.receipt.empty()) xml.property("receipt", context.receipt);
-    const bool blocked = std::any_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.gate == "block"; });
+    const bool blocked = std::any_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.gate == Gate::block; });
     xml.property("decision", blocked ? "BLOCKED" : "PASSED");
     xml.property("local_runs", local_runs_json(runs));
     xml.raw("</properties>\n");
     CaseWriter cases(xml, runs, context);
     for (const auto& row : rows)
-        if (row.suite_scope && row.gate == "block") cases.check(row);
+        if (row.suite_scope && row.gate == Gate::block) cases.check(row);
     for (const auto& row : rows)
         if (!row.suite_scope) cases.test(row);
     xml.raw("</testsuite>\n</testsuites>\n");

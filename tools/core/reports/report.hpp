@@ -1,6 +1,7 @@
 // The ledger for people: report.html, one self-contained page a browser shows offline (the
 // verdict, the rows that block or defer, a heat map of tests x runs, manifest drift, the
-// receipt), and report.md, a summary short enough for a pull-request comment.
+// receipt), and report.md, a summary short enough for a pull-request comment. Both print the
+// gate's own summary (summary.hpp), computed once by whoever builds the ledger.
 // Both are pure functions of their input: the same ledger gives byte-identical reports.
 #pragma once
 
@@ -30,6 +31,7 @@ struct ReportInput {
     const Receipt* receipt = nullptr;
     std::vector<ColumnDrift> drift;
     const ReportExtras* extras = nullptr;  // none: the reports say what this run's ledger says
+    const GateSummary* summary = nullptr;  // summarize(*rows), as the gate prints it
 };
 
 // Run ids in heat-map order: seeds, reruns, alone runs, perturbed runs, runners; load order within each.

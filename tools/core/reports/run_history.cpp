@@ -45,7 +45,7 @@ std::string key_of(bool suite_scope, std::string_view test) { return (suite_scop
 std::vector<HistoryRow> history_rows(const std::vector<LedgerRow>& rows) {
     std::vector<HistoryRow> out;
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back({row.test, row.verdict, row.gate, row.suite_scope});
+    for (const auto& row : rows) out.push_back({row.test, to_string(row.verdict), to_string(row.gate), row.suite_scope});
     return out;
 }
 
@@ -73,7 +73,7 @@ std::string past_of(const History& history, const SuiteHistory& suite, const Tra
     if (track->bad == 0) return "new: passed in all of the last " + runs + " runs" + branch + " that had it";
     std::vector<std::pair<std::string_view, std::uint32_t>> bad;
     for (const auto& c : verdict_counts(history, *track))
-        if (c.first != "stable" && c.first != "skipped") bad.push_back(c);
+        if (const auto v = verdict_named(c.first); !v || info(*v).gate != Gate::pass) bad.push_back(c);
     std::string text;
     if (bad.size() == 1) {
         text = std::string(bad.front().first) + " in " + std::to_string(track->bad) + " of the last " + runs + " runs" + branch;
@@ -161,7 +161,7 @@ void add_history(ReportExtras& extras, const SuiteConfig& suite, const std::vect
     auto past = std::make_shared<std::unordered_map<std::string, std::string>>();
     const auto s = history.suite_index(suite.name);
     for (const auto& row : rows) {
-        if (row.gate == "pass") continue;
+        if (row.gate == Gate::pass) continue;
         auto& note = (*past)[key_of(row.suite_scope, row.test)];
         if (!s) {
             note = "no earlier run of the suite in the history";
@@ -190,7 +190,7 @@ void add_comparison(ReportExtras& extras, const SuiteConfig& suite, const std::s
         std::vector<HistoryRow> rows;
         read_history_rows(compared_ledger(value, suite.name), text, rows);
         for (const auto& row : rows)
-            if (row.gate != "pass") bad->insert(key_of(row.suite_scope, row.test));
+            if (gate_named(row.gate) != Gate::pass) bad->insert(key_of(row.suite_scope, row.test));
     } catch (const std::exception& e) {
         const auto what = "EVIDENCE_GATE_COMPARE=" + value + " cannot be read (" + e.what() +
                           "): the blocking rows are not told apart by it";

@@ -26,7 +26,8 @@ std::string bracket(const std::string& text) {
 // What the row's entry prints, into `text`.
 void verdict_text(std::string& text, const LedgerRow& row) {
     text.clear();
-    text.append(row.verdict == "skipped" ? "skipped" : row.gate).append(": ").append(row.verdict).append(": ");
+    const auto status = info(row.verdict).status == CaseStatus::skipped ? std::string_view("skipped") : to_string(row.gate);
+    text.append(status).append(": ").append(to_string(row.verdict)).append(": ");
     text.append(row.reason).append("\n");
     if (row.until) text.append("until ").append(*row.until).append(row.owner ? ", owner " + *row.owner : "").append("\n");
     for (const auto& [run, outcome] : row.outcomes) text.append("  ").append(run).append(": ").append(outcome).append("\n");

@@ -1,27 +1,18 @@
-// Triage: from every attempt of one test to one verdict. Pure functions, no I/O.
+// Triage: from every attempt of one test to one verdict. Pure functions, no I/O. What the
+// attempts show is gathered once (Observations); each verdict's rule (verdict_table.cpp) reads
+// it, and of the verdicts that apply the one first in precedence wins.
 #pragma once
 
+#include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "verdicts/verdict_table.hpp"
+
 namespace evgate {
-
-// In priority order: when several apply, the first wins (design.md).
-enum class Verdict {
-    polluter,
-    interrupted,
-    missing,
-    order_dependent,
-    flaky,
-    runner_only_pass,
-    failing,
-    portability_gap,
-    skipped,
-    stable,
-};
-
-std::string_view to_string(Verdict verdict);
 
 enum class Column { local, runner, perturbed };
 std::string_view to_string(Column column);
@@ -38,7 +29,7 @@ struct Attempt {
 
 struct Classification {
     Verdict verdict = Verdict::stable;
-    std::vector<Verdict> also;  // the other verdicts that applied, in priority order
+    std::vector<Verdict> also;  // the other verdicts that applied, in precedence order
     std::string reason;
     std::vector<std::string> dirty;  // groups changed outside the lease, over all attempts
 };
@@ -47,5 +38,37 @@ Classification classify(const std::vector<Attempt>& attempts);
 
 // pass / fail / skip: what an outcome says about the test, or "" for no result.
 std::string_view outcome_class(std::string_view outcome);
+
+// How the plugin names a file it saw a test change in the source tree, outside the groups.
+constexpr std::string_view kSourceTreePrefix = "(source tree):";
+
+// What one test's attempts show, as the verdicts' rules read it. Outcome classes as
+// outcome_class() gives them.
+struct Observations {
+    using Runs = std::vector<std::string>;
+
+    std::map<std::string, std::set<std::string>> classes_by_order;  // local attempts with a result
+    std::map<std::string, Runs> runs_by_class;                       // local
+    std::map<std::string, Runs> remote_runs_by_class;                // runners and perturbed
+    std::map<std::string, Runs> runner_runs_by_class;                // runners only
+    Runs interrupted, missing;
+    std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
+    Runs dirtied_in;
+    bool alone_tried = false;
+    std::string fail_message, skip_message;  // ": <message>" of the first such attempt with one, else ""
+
+    std::size_t count(const std::string& cls) const;  // local runs with a result of this class
+    std::string runs(const std::string& cls) const;   // some of them, for a reason
+    // An order whose local runs differ (one of them failed), if any: flaky.
+    const std::string* flaky_order() const;
+    // Local runs differ, one of them failed: a skip in some orders is the test's own business.
+    bool outcomes_differ() const;
+    bool passes_locally() const;  // passes, never fails (skips in some orders do not count against it)
+    bool fails_locally() const;   // fails in every local run that has a result
+};
+
+// "a, b, c" and "seed.1, seed.4, seed.5 and 3 more" (short enough for one line of a reason).
+std::string listed(const std::vector<std::string>& items);
+std::string some_of(const std::vector<std::string>& items);
 
 }  // namespace evgate

@@ -59,6 +59,7 @@ int cmd_ledger(const Args& args);
 int cmd_gate(const Args& args);
 int cmd_verdict(const Args& args);
 int cmd_discover(const Args& args);
+int cmd_verdicts(const Args& args);
 
 int cmd_history(const Args& args);
 

@@ -1,4 +1,4 @@
-// Commands that judge: ledger, gate, verdict, discover.
+// Commands that judge: ledger, gate, verdict, discover, verdicts.
 #include "cli/commands/commands.hpp"
 
 #include <algorithm>
@@ -82,8 +82,9 @@ void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
                   << "entries; the next ctest registers them anew\n";
 }
 
-// The ledger from the receipt and every run, with the reports and the per-test verdicts.
-std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
+// The ledger from the receipt and every run, with the reports and the per-test verdicts; its
+// summary, which the reports print and the caller prints.
+GateSummary build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
     // The runs are read while the receipt is; its id is needed only once a run is parsed.
     auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
     std::optional<Receipt> receipt;
@@ -128,7 +129,9 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     }
     add_machine_columns(suite, input);
     auto rows = build_ledger(input);
+    auto summary = summarize(rows);
     ReportInput report{suite.name, &rows, report_columns(input.runs.runs()), &input.receipt, {}};
+    report.summary = &summary;
     for (const auto& [column, entries] : input.drift) report.drift.push_back({column, entries});
     const auto extras = run_report_extras(suite, rows, input.receipt.id);  // EVIDENCE_GATE_HISTORY, _COMPARE
     if (extras) report.extras = &*extras;
@@ -142,7 +145,7 @@ std::vector<LedgerRow> build_and_write(const SuiteConfig& suite, const po::varia
     junit.get();
     check_entries(suite, input.receipt);
     runs = input.runs.size();
-    return rows;
+    return summary;
 }
 
 po::options_description ledger_options(const char* caption) {
@@ -183,8 +186,8 @@ int cmd_ledger(const Args& args) {
         std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run"
                   << (interrupted.kept.empty() ? std::string() : " (what it left is kept in " + interrupted.kept.string() + ")") << '\n';
     std::size_t runs = 0;
-    const auto rows = build_and_write(suite, *vm, runs);
-    print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
+    const auto summary = build_and_write(suite, *vm, runs);
+    print_summary(std::cout, suite.name, summary, runs);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
     archive_if_asked(suite, std::cout);
     return 0;
@@ -202,7 +205,7 @@ int cmd_gate(const Args& args) {
         summary = read_gate_summary(suite.ledger_file());
         runs = summary.runs;
     } else {
-        summary = summarize(build_and_write(suite, *vm, runs));
+        summary = build_and_write(suite, *vm, runs);
     }
     const int blocked = print_gate(std::cout, suite.name, summary, runs);
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
@@ -237,6 +240,14 @@ int cmd_discover(const Args& args) {
                                          [&] { ids = collected_ids(suite); });
     write_file_atomic(output, ctest_entries(suite, ids, verdict_tool()));
     remember_entries(suite, output, fingerprint, ids);
+    return 0;
+}
+
+int cmd_verdicts(const Args& args) {
+    po::options_description options("verdicts: print the verdict table as JSON (name, precedence, gate, deferral, "
+                                    "reproduction, colour, symbol, meaning of every verdict)");
+    if (!parse("verdicts", args, options)) return 0;
+    std::cout << verdict_table_json();
     return 0;
 }
 

@@ -1,0 +1,17 @@
+/* report.html's script (embed.cmake compiles it in; this comment is left out). One listener
+   for the whole heat map, no handler per cell: which run and outcome the pointer is over.
+   OUTCOMES is replaced by the map of cell symbols to outcome names (report_html.cpp). */
+(function () {
+  var cols = document.querySelector('.cols'), box = document.getElementById('readout');
+  if (!cols) return;
+  var runs = Array.prototype.map.call(cols.children, function (e) { return e.textContent; });
+  document.addEventListener('mousemove', function (e) {
+    var cell = e.target.closest ? e.target.closest('td.k') : null;
+    if (!cell) { box.hidden = true; return; }
+    var r = cell.getBoundingClientRect(), text = cell.textContent;
+    var i = Math.floor((e.clientX - r.left) * text.length / r.width);
+    if (i < 0 || i >= text.length) { box.hidden = true; return; }
+    box.textContent = runs[i] + ': ' + OUTCOMES[text[i]] + '  \u00b7  ' + cell.parentNode.lastChild.textContent;
+    box.hidden = false;
+  });
+})();

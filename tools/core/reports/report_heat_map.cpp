@@ -1,0 +1,154 @@
+// report.html's heat map: one row per test, one cell per run, the outcome as a colour and a symbol.
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "reports/assets.hpp"
+#include "reports/markup.hpp"
+#include "reports/report_parts.hpp"
+
+namespace evgate {
+namespace {
+
+struct OutcomeStyle {
+    std::string_view outcome;
+    Swatch colour;  // the cell's class: one letter keeps 200,000 cells small
+    char symbol;    // shown in the cell so the map reads without colour; pytest's letters where it has one
+    std::string_view meaning;
+
+    char css() const { return static_cast<char>(colour); }
+};
+
+constexpr std::array<OutcomeStyle, 10> kStyles{{
+    {"passed", Swatch::green, '.', "passed"},
+    {"failed", Swatch::vermillion, 'F', "failed"},
+    {"error", Swatch::purple, 'E', "error (setup or teardown)"},
+    {"skipped", Swatch::grey, 's', "skipped"},
+    {"xfailed", Swatch::sky, 'x', "xfailed (failed as expected)"},
+    {"xpassed", Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
+    {"interrupted", Swatch::black, '!', "interrupted (the interpreter died)"},
+    {"missing", Swatch::yellow, '?', "missing (planned, no result)"},
+    {"not run", Swatch::pale, '-', "not run (not in this run's plan)"},
+    {"other", Swatch::blue, '*', "an outcome this report does not know"},
+}};
+constexpr std::size_t kNotRun = 8;
+constexpr std::size_t kOther = 9;
+
+const OutcomeStyle& style_of(std::string_view outcome) {
+    for (std::size_t i = 0; i < kNotRun; ++i)
+        if (kStyles[i].outcome == outcome) return kStyles[i];
+    return kStyles[kOther];
+}
+
+// The column of each run a row names. Rows mostly name the runs in the same order, so the
+// column the same place had in the row before is tried first.
+class ColumnFinder {
+public:
+    explicit ColumnFinder(const std::vector<std::string>& columns) : columns_(columns) {
+        for (std::size_t i = 0; i < columns.size(); ++i) index_.emplace(columns[i], i);
+    }
+    std::size_t operator()(std::size_t place, const std::string& run) {
+        if (place < last_.size() && columns_[last_[place]] == run) return last_[place];
+        if (place >= last_.size()) last_.resize(place + 1);
+        return last_[place] = index_.at(run);
+    }
+
+private:
+    const std::vector<std::string>& columns_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::size_t> last_;
+};
+
+void heat_head(std::string& out, const std::vector<std::string>& columns) {
+    out += "<table class=heat><thead><tr><th class=k><span class=cols>";
+    for (const auto& c : columns) html_element(out, "i", c);
+    out += "</span></th><th>verdict</th><th>test</th></tr></thead><tbody>";
+}
+
+// One row per test: equal neighbouring cells share one element, so a stable row is one or two.
+void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::vector<const OutcomeStyle*>& cells,
+              bool& other_seen) {
+    const auto width = cells.size();
+    std::fill(cells.begin(), cells.end(), &kStyles[kNotRun]);
+    for (std::size_t i = 0; i < row.outcomes.size(); ++i)
+        cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
+    out += "<tr><td class=k>";
+    for (std::size_t i = 0; i < width;) {
+        std::size_t end = i;
+        while (end < width && cells[end] == cells[i]) ++end;
+        out.append("<i class=").append(1, cells[i]->css()).append(">").append(end - i, cells[i]->symbol).append("</i>");
+        other_seen = other_seen || cells[i] == &kStyles[kOther];
+        i = end;
+    }
+    out.append("</td><td class=\"verdict ").append(gate_class(row.gate)).append("\">");
+    escape_html(out, to_string(row.verdict));
+    out += "</td>";
+    html_element(out, "td", row.test, "id");
+    out += "</tr>";
+}
+
+void legend(std::string& out, bool other_seen) {
+    out += "<div class=legend>";
+    for (std::size_t i = 0; i < kStyles.size(); ++i) {
+        if (i == kOther && !other_seen) continue;
+        out.append("<span><span class=k><i class=").append(1, kStyles[i].css()).append(">").append(1, kStyles[i].symbol);
+        out.append("</i></span> ").append(kStyles[i].meaning).append("</span>");
+    }
+    out += "</div>";
+}
+
+// The tests that need a look (blocking, then deferred), and the others.
+std::pair<RowRefs, RowRefs> heat_rows(const ReportInput& input) {
+    RowRefs attention = rows_with(*input.summary, Gate::block), passing;
+    const auto deferred = rows_with(*input.summary, Gate::defer);
+    attention.insert(attention.end(), deferred.begin(), deferred.end());
+    attention.erase(std::remove_if(attention.begin(), attention.end(), [](const LedgerRow* r) { return r->suite_scope; }),
+                    attention.end());
+    for (const auto& row : *input.rows)
+        if (!row.suite_scope && row.gate == Gate::pass) passing.push_back(&row);
+    return {attention, passing};
+}
+
+}  // namespace
+
+// Tests that need a look in the open; passing ones folded away, so 10,000 tests stay a page
+// the browser lays out quickly.
+void html_heat_map(std::string& out, const ReportInput& input, const std::vector<std::string>& columns) {
+    ColumnFinder index(columns);
+    const auto [attention, passing] = heat_rows(input);
+    out += "<section id=heatmap><h2>Heat map: " + std::to_string(attention.size() + passing.size()) + " tests &times; " +
+           std::to_string(columns.size()) + " runs</h2>";
+    const auto legend_at = out.size();  // the legend names only the outcomes the map shows: written after it
+    bool other_seen = false;
+    std::vector<const OutcomeStyle*> cells(columns.size());  // one row's, reused
+    if (attention.empty()) {
+        out += "<p class=empty>No test blocks or defers.</p>";
+    } else {
+        heat_head(out, columns);
+        for (const auto* row : attention) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table>";
+    }
+    if (!passing.empty()) {
+        out += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
+        heat_head(out, columns);
+        for (const auto* row : passing) heat_row(out, *row, index, cells, other_seen);
+        out += "</tbody></table></details>";
+    }
+    out += "</section>";
+    std::string key;
+    legend(key, other_seen);
+    out.insert(legend_at, key);
+}
+
+std::string heat_map_script() {
+    std::string names = "{";
+    for (const auto& s : kStyles)
+        names.append(names.size() > 1 ? ",'" : "'").append(1, s.symbol).append("':'").append(s.outcome).append("'");
+    names += "}";
+    std::string text(assets::report_js);
+    const std::string_view slot = "OUTCOMES";
+    text.replace(text.find(slot), slot.size(), names);
+    return text;
+}
+
+}  // namespace evgate

@@ -1,0 +1,340 @@
+#include "verdicts/suite_checks.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <unordered_set>
+
+namespace evgate {
+namespace {
+
+// A suite row is gated as the table gates its verdict: nothing defers a suite check.
+LedgerRow suite_row(std::string check, Verdict verdict, std::string reason) {
+    LedgerRow row;
+    row.test = std::move(check);
+    row.suite_scope = true;
+    row.verdict = verdict;
+    row.gate = info(verdict).gate;
+    row.reason = std::move(reason);
+    return row;
+}
+
+LedgerRow warning_row(std::string check, std::string reason) {
+    auto row = suite_row(std::move(check), Verdict::stable, "warning: " + std::move(reason));
+    row.warning = true;
+    return row;
+}
+
+std::string list_some(const std::vector<std::string>& items, std::size_t shown = 5) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + items[i];
+    if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
+    return out;
+}
+
+// ------------------------------------------------------------------ the receipt and the collection
+
+// Did pytest run the suite the project means: rooted at ROOT, with the project's config?
+LedgerRow receipt_row(const GateInput& input) {
+    const auto& receipt = input.receipt;
+    std::error_code ec;
+    if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec))
+        return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'");
+    if (!same_config(receipt.configfile, receipt.expected_configfile))
+        return suite_row("receipt", Verdict::missing,
+                         "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
+                             "', but the project's is '" + receipt.expected_configfile.value_or("(none)") +
+                             "': a stray config file re-rooted collection");
+    return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" +
+                                                     receipt.configfile.value_or("(none)") + "', " +
+                                                     std::to_string(receipt.conftests.size()) + " conftest file(s)");
+}
+
+// Config files that would re-root pytest, options that thin or hollow out the run.
+std::vector<LedgerRow> workspace_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows{receipt_row(input)};
+    const auto& receipt = input.receipt;
+    for (const auto& stray : receipt.stray_configs) {
+        if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
+        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
+    }
+    if (!receipt.thinning.empty())
+        rows.push_back(warning_row("thinning", "options thin the run: " + list_some(receipt.thinning, 10) +
+                                                   " (a baseline catches what they drop)"));
+    // A run under these calls no test, yet pytest reports setup and teardown as passed.
+    if (!receipt.hollow.empty())
+        rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +
+                                                                  list_some(receipt.hollow, 10) + ": remove the option"));
+    return rows;
+}
+
+LedgerRow collection_row(const Receipt& receipt) {
+    std::vector<std::string> broken;  // what makes the collection unusable
+    if (!receipt.errors.empty())
+        broken.push_back(std::to_string(receipt.errors.size()) + " collection error(s): " + receipt.errors.front());
+    if (const auto duplicates = duplicate_ids(receipt); !duplicates.empty())
+        broken.push_back(std::to_string(duplicates.size()) + " node id(s) collected more than once: " +
+                         describe_duplicates(duplicates));
+    if (!broken.empty())
+        return suite_row("collection", Verdict::missing, broken.size() == 1 ? broken[0] : broken[0] + "; " + broken[1]);
+    if (receipt.tests.empty()) return suite_row("collection", Verdict::missing, "no tests collected");
+    return suite_row("collection", Verdict::stable, std::to_string(receipt.tests.size()) + " tests collected");
+}
+
+// The collection against the committed baseline: fewer tests than it expects blocks.
+LedgerRow baseline_row(const GateInput& input) {
+    if (!input.baseline)
+        return suite_row("baseline", Verdict::missing, "the baseline '" + input.baseline_file +
+                                                           "' does not exist; write it with `evgate baseline --suite <suite.json>`");
+    const auto& baseline = *input.baseline;
+    const auto collected = static_cast<std::int64_t>(input.receipt.tests.size());
+    std::unordered_set<std::string> now;
+    for (const auto& t : input.receipt.tests) now.insert(t.id);
+    std::vector<std::string> gone;
+    for (const auto& id : baseline.tests)
+        if (!now.count(id)) gone.push_back(id);
+    const std::string counts = "collected " + std::to_string(collected) + " tests, the baseline expects " +
+                               std::to_string(baseline.collected);
+    const bool shrank = collected + input.baseline_tolerance < baseline.collected ||
+                        static_cast<std::int64_t>(gone.size()) > input.baseline_tolerance;
+    if (shrank) return suite_row("baseline", Verdict::missing, counts + (gone.empty() ? "" : "; missing: " + list_some(gone)));
+    std::string reason = counts;
+    if (collected > baseline.collected) reason += " (" + std::to_string(collected - baseline.collected) + " new)";
+    if (!gone.empty()) reason += "; within the tolerated drop: " + list_some(gone);
+    return suite_row("baseline", Verdict::stable, reason);
+}
+
+// ------------------------------------------------------------------ the runs
+
+// Ids the receipt does not list (a run may leave out receipt tests on purpose: a rerun prefix).
+// The receipt's ids are gathered only once a run lists any.
+class UnknownIds {
+public:
+    explicit UnknownIds(const Receipt& receipt) : receipt_(receipt) {}
+    std::vector<std::string> of(const std::vector<std::string>& ids) {
+        if (!ids.empty() && known_.empty())
+            for (const auto& t : receipt_.tests) known_.insert(t.id);
+        std::vector<std::string> out;
+        for (const auto& id : ids)
+            if (!known_.count(id)) out.push_back(id);
+        return out;
+    }
+
+private:
+    const Receipt& receipt_;
+    std::unordered_set<std::string> known_;
+};
+
+// What a run's pytest processes saw that the receipt does not: another rootdir, configfile or
+// conftest set, tests it does not list; else "".
+std::string session_trouble(const RunRecords& r, const Receipt& receipt, UnknownIds& unknown) {
+    for (const auto& s : r.sessions) {
+        if (s.rootdir != receipt.rootdir)
+            return "pytest ran with rootdir '" + s.rootdir + "', the receipt has '" + receipt.rootdir + "'";
+        if (s.configfile != receipt.configfile)
+            return "pytest ran with configfile '" + s.configfile.value_or("none") + "', the receipt has '" +
+                   receipt.configfile.value_or("none") + "'";
+        if (s.conftests != receipt.conftests) return "pytest loaded other conftest files than the receipt lists";
+        if (auto extra = unknown.of(s.unlisted); !extra.empty())
+            return "pytest collected tests the receipt does not list: " + list_some(extra);
+    }
+    return "";
+}
+
+// 0 passed, 1 tests failed: anything else is pytest's trouble.
+std::string exit_trouble(const RunRecords& r) {
+    for (int status : r.exit_statuses)
+        if (status != 0 && status != 1)
+            return "pytest ended with exit status " + std::to_string(status) +
+                   (status == 3 ? " (an internal error, INTERNALERROR)" : status == 2 ? " (interrupted)" : "");
+    return "";
+}
+
+LedgerRow run_row(const GateInput& input, std::size_t i, UnknownIds& unknown) {
+    const auto& run = input.runs.runs()[i];
+    const std::string name = "run:" + run.plan.id;
+    if (!run.problem.empty()) return suite_row(name, Verdict::interrupted, run.problem);
+    const auto& r = run.records;
+    auto trouble = session_trouble(r, input.receipt, unknown);
+    if (trouble.empty()) trouble = exit_trouble(r);
+    if (!trouble.empty()) return suite_row(name, Verdict::missing, trouble);
+    if (!r.finished) return suite_row(name, Verdict::interrupted, "the run did not finish (no 'finished' record)");
+    if (!*r.finished) return suite_row(name, Verdict::interrupted, "the run did not finish: " + r.finish_note);
+    return suite_row(name, Verdict::stable, std::to_string(input.runs.results(i)) + " results from " +
+                                                std::to_string(r.sessions.size()) + " pytest process(es)");
+}
+
+// One row per check a run's records doubt it by: its reasons, each naming where.
+std::vector<LedgerRow> doubt_rows_of(const LoadedRun& run) {
+    const auto& r = run.records;
+    std::vector<std::pair<std::string, std::string>> checks;  // check -> reasons, in the order first seen
+    for (const auto& doubt : r.doubts) {
+        std::string where = run.plan.id;
+        if (r.sessions.size() > 1 && doubt.process > 0)
+            where += ", pytest process " + std::to_string(doubt.process) + " of " + std::to_string(r.sessions.size());
+        auto it = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == doubt.check; });
+        if (it == checks.end()) it = checks.insert(checks.end(), {doubt.check, ""});
+        it->second += (it->second.empty() ? "" : "; ") + doubt.reason + " (" + where + ")";
+    }
+    std::vector<LedgerRow> rows;
+    for (auto& [check, reason] : checks) {
+        const bool polluted = check == "outside" || check == "uncertain";
+        rows.push_back(suite_row(check + ":" + run.plan.id, polluted ? Verdict::polluter : Verdict::missing, std::move(reason)));
+    }
+    return rows;
+}
+
+// ------------------------------------------------------------------ the sandbox
+
+// `word` in `message`, not inside a longer name (HOME in HOMEBREW).
+bool has_word(const std::string& message, const std::string& word) {
+    const auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (auto at = message.find(word); at != std::string::npos; at = message.find(word, at + 1)) {
+        const bool before = at > 0 && name_char(message[at - 1]);
+        const bool after = at + word.size() < message.size() && name_char(message[at + word.size()]);
+        if (!before && !after) return true;
+    }
+    return false;
+}
+
+bool has(const std::string& message, const std::string& text) { return !text.empty() && message.find(text) != std::string::npos; }
+
+bool has_phrase(const std::string& message, std::initializer_list<const char*> phrases) {
+    std::string lower = message;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return std::any_of(phrases.begin(), phrases.end(), [&](const char* p) { return lower.find(p) != std::string::npos; });
+}
+
+bool names_home(const std::string& message, const GateInput& input) {
+    return has_word(message, "HOME") || has(message, "~/") || (input.home.size() > 1 && has(message, input.home)) ||
+           has_phrase(message, {"home dir", "home folder", "expanduser", "path.home"});
+}
+
+bool names_tmpdir(const std::string& message, const GateInput& input) {
+    return has_word(message, "TMPDIR") || (input.tmpdir.size() > 1 && input.tmpdir != "/tmp" && has(message, input.tmpdir)) ||
+           has_phrase(message, {"temp dir", "tmp dir", "temporary dir", "gettempdir"});
+}
+
+// Does a skip reason point at what the sandbox replaced: the home directory (~, HOME, the
+// user's real home), the temp dir (TMPDIR, the user's real one), or the sandbox itself?
+bool names_sandboxed_place(const std::string& message, const GateInput& input) {
+    const auto& sandboxed = input.receipt.sandboxed;
+    const bool all = input.receipt.sandbox_dir.empty() && sandboxed.empty();  // a receipt that does not say: both
+    const auto fresh = [&](const char* variable) {
+        return all || std::find(sandboxed.begin(), sandboxed.end(), variable) != sandboxed.end();
+    };
+    if (!input.receipt.sandbox_dir.empty() && has(message, input.receipt.sandbox_dir)) return true;
+    return (fresh("HOME") && names_home(message, input)) || (fresh("TMPDIR") && names_tmpdir(message, input));
+}
+
+// A skipped test whose every local attempt was skipped, one of them for a reason that points at
+// the sandbox: "<test> ('<reason>')", else "".
+std::string skipped_in_sandbox(const LedgerRow& row, const GateInput& input) {
+    bool everywhere = true, pointed = false;
+    std::string reason;
+    for (const auto& a : input.runs.attempts(row.test)) {
+        if (a.column == Column::runner) continue;  // another machine's home: not our sandbox
+        everywhere = everywhere && outcome_class(a.outcome) == "skip";
+        if (!pointed && names_sandboxed_place(a.message, input)) {
+            pointed = true;
+            reason = a.message;
+        }
+    }
+    return everywhere && pointed ? row.test + " ('" + reason + "')" : "";
+}
+
+}  // namespace
+
+std::vector<LedgerRow> collection_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows = workspace_rows(input);
+    rows.push_back(collection_row(input.receipt));
+    if (!input.baseline_file.empty()) rows.push_back(baseline_row(input));
+    for (const auto& finding : input.tree_findings) {  // the tree changed outside any test's lease
+        rows.push_back(suite_row(finding.check, Verdict::polluter, finding.reason));
+        rows.back().dirty = finding.dirty;
+    }
+    return rows;
+}
+
+std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    if (input.quarantine.empty()) return rows;
+    std::unordered_set<std::string> collected;
+    for (const auto& t : input.receipt.tests) collected.insert(t.id);
+    const Date horizon{input.today.year + 1, input.today.month, input.today.day};
+    std::string file = input.quarantine_file.empty() ? "quarantine" : input.quarantine_file;
+    if (const auto below = std::filesystem::path(file).lexically_relative(input.root);  // as the user names it
+        !below.empty() && *below.begin() != "..")
+        file = below.generic_string();
+    for (const auto& entry : input.quarantine) {
+        std::string notes;
+        if (!collected.count(entry.test))
+            notes += "matches no collected test (renamed, removed, or a typo?), so it defers nothing";
+        if (entry.until > horizon)
+            notes += std::string(notes.empty() ? "" : ", and ") + "is dated more than a year after today (" +
+                     to_string(input.today) + "): a quarantine is a dated promise, not a standing exception";
+        if (notes.empty()) continue;
+        rows.push_back(warning_row("quarantine:" + file + ":" + std::to_string(entry.line),
+                                   "the entry for '" + entry.test + "' (until " + to_string(entry.until) + ", owner " +
+                                       entry.owner + ") " + notes));
+    }
+    return rows;
+}
+
+std::vector<LedgerRow> run_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    const auto& runs = input.runs.runs();
+    std::set<std::string> present;
+    for (const auto& run : runs) present.insert(run.plan.id);
+    for (const auto& id : input.expected_runs)
+        if (!present.count(id)) rows.push_back(suite_row("run:" + id, Verdict::missing, "run " + id + " left no records"));
+    UnknownIds unknown(input.receipt);
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (runs[i].plan.column != Column::runner) rows.push_back(run_row(input, i, unknown));  // runners: runner_rows
+    return rows;
+}
+
+std::vector<LedgerRow> doubt_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    for (const auto& run : input.runs.runs()) {
+        if (!run.problem.empty()) continue;  // run_rows blocks on it
+        auto more = doubt_rows_of(run);
+        rows.insert(rows.end(), more.begin(), more.end());
+    }
+    return rows;
+}
+
+std::vector<LedgerRow> runner_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    for (const auto& [path, why] : input.left_out)
+        rows.push_back(suite_row("runner:" + path, Verdict::missing, "runner bundle left out: " + why));
+    for (const auto& [shard, why] : input.shard_problems)
+        rows.push_back(suite_row("shard:" + shard, Verdict::missing, why));
+    for (const auto& [shard, note] : input.shard_notes) rows.push_back(warning_row("shard:" + shard, note));
+    for (const auto& runner : input.runners) {
+        auto unmapped = input.unmapped.find(runner);
+        if (unmapped != input.unmapped.end())
+            rows.push_back(warning_row("runner:" + runner, std::to_string(unmapped->second.size()) +
+                                                               " JUnit case(s) match no collected test: " + list_some(unmapped->second)));
+        else
+            rows.push_back(suite_row("runner:" + runner, Verdict::stable, "runner column " + runner));
+    }
+    return rows;
+}
+
+std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<std::string> tests;
+    for (auto i = first; i < rows.size(); ++i)
+        if (rows[i].verdict == Verdict::skipped)
+            if (auto test = skipped_in_sandbox(rows[i], input); !test.empty()) tests.push_back(std::move(test));
+    if (tests.empty()) return std::nullopt;
+    const auto dir = input.receipt.sandbox_dir.empty() ? std::string("the evidence directory") : "'" + input.receipt.sandbox_dir + "'";
+    return warning_row("sandbox", std::to_string(tests.size()) + " test(s) skipped in every run for a reason that points at "
+                                  "the home or temp dir, which every run gets fresh and empty (below " + dir + "): " +
+                                  list_some(tests) + "; plain pytest runs them with your own HOME" +
+                                  (input.home.empty() ? "" : " ('" + input.home + "')") +
+                                  " and TMPDIR, where they may run, and pass or fail: give the test what it needs "
+                                  "(a fixture that writes it), or pin HOME with ENVIRONMENT");
+}
+
+}  // namespace evgate
