@@ -5,6 +5,7 @@
 #include "io/error.hpp"
 #include "reports/history.hpp"
 #include "reports/history_pages.hpp"
+#include "verdicts/verdict_table.hpp"
 #include "history_support.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
@@ -359,6 +360,19 @@ TEST_CASE("history.md and history.html: ranked, every input left out named, ledg
     for (const char* remote : {"http:", "https:", " src=", "url(", "<link"}) CHECK_THAT(html, !Catch::Contains(remote));
     CHECK_THAT(html, Catch::Contains("dl/run-&lt;9&gt;"));
     CHECK_THAT(html, Catch::Contains("<i class=p>.</i><i class=f>o</i>"));  // the strip: stable, then order-dependent
+}
+
+TEST_CASE("history.html draws each verdict as the table says, and one it does not know as another verdict", "[history]") {
+    History h;
+    std::vector<std::string> keep;
+    h.add(at("billing", 1), rows(keep, {{"t::a", "stable"}}));
+    h.add(at("billing", 2), rows(keep, {{"t::a", "wobbly"}}));  // a verdict of another version
+    const auto html = history_html(h);
+    for (const auto& v : verdict_table())
+        CHECK_THAT(html, Catch::Contains("<i class=" + std::string(1, static_cast<char>(v.colour)) + ">" +
+                                         std::string(1, v.symbol) + "</i></span> " + std::string(v.name) + "</span>"));
+    CHECK_THAT(html, Catch::Contains("<i class=o>*</i></span> another verdict</span>"));
+    CHECK_THAT(html, Catch::Contains("<td class=k><i class=p>.</i><i class=o>*</i></td>"));
 }
 
 TEST_CASE("write_history_pages writes the three files", "[history]") {

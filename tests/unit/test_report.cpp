@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "io/json_io.hpp"
+#include "reports/assets.hpp"
 #include "reports/report.hpp"
 
 using namespace evgate;
@@ -124,6 +125,17 @@ TEST_CASE("the page is self-contained: nothing is loaded from anywhere", "[repor
     CHECK(html.find(" src=") == std::string::npos);
     CHECK(html.find("url(") == std::string::npos);
     CHECK_THAT(html, Catch::Contains("Content-Security-Policy content=\"default-src 'none'"));
+}
+
+TEST_CASE("the style and the script are reports/assets/ compiled in, their top comments left out", "[report]") {
+    Fixture f;
+    const auto html = report_html(f.in());
+    CHECK(assets::report_css.rfind(":root{", 0) == 0);
+    CHECK(assets::report_js.rfind("(function () {", 0) == 0);
+    CHECK_THAT(html, Catch::Contains("<style>\n" + std::string(assets::report_css) + "</style>"));
+    CHECK(html.find("embed.cmake") == std::string::npos);
+    CHECK(html.find("OUTCOMES") == std::string::npos);  // the slot holds the outcome names
+    CHECK_THAT(html, Catch::Contains("{'.':'passed','F':'failed','E':'error'"));
 }
 
 TEST_CASE("blocking rows come first, then deferred ones, then the heat map", "[report]") {

@@ -254,12 +254,11 @@ HistoryInputs expand_inputs(const std::vector<std::string>& arguments) {
     return inputs;
 }
 
-void read_history_rows(const fs::path& ledger, std::string& text, std::vector<HistoryRow>& rows) {
-    const std::string source = ledger.string();
-    rows.clear();
-    read_file(ledger, text);
-    // Where a row may have a scope: the token "scope" (in a JSON string it would read \"scope\"),
-    // found in one pass before the lines are parsed in place.
+namespace {
+
+// Where a row may have a scope: the token "scope" (in a JSON string it would read \"scope\"),
+// found in one pass before the lines are parsed in place.
+std::vector<std::size_t> scope_tokens(const std::string& text) {
     std::vector<std::size_t> scopes;
     constexpr std::string_view token = "\"scope\"";
     for (std::size_t from = 0;;) {
@@ -268,6 +267,16 @@ void read_history_rows(const fs::path& ledger, std::string& text, std::vector<Hi
         scopes.push_back(static_cast<std::size_t>(at - text.data()));
         from = scopes.back() + token.size();
     }
+    return scopes;
+}
+
+}  // namespace
+
+void read_history_rows(const fs::path& ledger, std::string& text, std::vector<HistoryRow>& rows) {
+    const std::string source = ledger.string();
+    rows.clear();
+    read_file(ledger, text);
+    const auto scopes = scope_tokens(text);
     auto scope = scopes.begin();
     JsonlSaxReader reader(text, source);
     RowFields f;
@@ -363,11 +372,12 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
 
 void History::leave_out(std::string source, std::string why) { left_out_.emplace_back(std::move(source), std::move(why)); }
 
-History read_history(const std::vector<std::string>& arguments, const HistoryOptions& options) {
-    History history;
-    auto inputs = expand_inputs(arguments);
-    for (auto& [argument, why] : inputs.left_out) history.leave_out(argument, why);
-    const auto threads = thread_count(options);
+namespace {
+
+// The runs the inputs name, placed in time, in time order (ties by suite, then source); the
+// duplicates and what cannot be placed are left out of `history`, with their reasons.
+std::vector<RunPlace> placed_in_time(const HistoryInputs& inputs, const HistoryOptions& options, std::size_t threads,
+                                     History& history) {
     std::vector<RunPlace> places;
     auto placed = place_all(inputs.runs, threads);
     for (std::size_t i = 0; i < placed.size(); ++i) {
@@ -381,7 +391,11 @@ History read_history(const std::vector<std::string>& arguments, const HistoryOpt
     std::sort(places.begin(), places.end(), [](const RunPlace& a, const RunPlace& b) {
         return std::tie(a.time, a.suite, a.source) < std::tie(b.time, b.suite, b.source);
     });
-    // Ledgers are parsed a few ahead, side by side, and added in time order as they come.
+    return places;
+}
+
+// Ledgers are parsed a few ahead, side by side, and added in time order as they come.
+void add_ledgers(std::vector<RunPlace>& places, std::size_t threads, History& history) {
     std::deque<std::future<ParsedLedger>> ahead;
     std::vector<ParsedLedger> spare;  // buffers of ledgers already added
     std::size_t launched = 0;
@@ -399,6 +413,17 @@ History read_history(const std::vector<std::string>& arguments, const HistoryOpt
             history.leave_out(places[i].source, parsed.error);
         spare.push_back(std::move(parsed));
     }
+}
+
+}  // namespace
+
+History read_history(const std::vector<std::string>& arguments, const HistoryOptions& options) {
+    History history;
+    const auto inputs = expand_inputs(arguments);
+    for (const auto& [argument, why] : inputs.left_out) history.leave_out(argument, why);
+    const auto threads = thread_count(options);
+    auto places = placed_in_time(inputs, options, threads, history);
+    add_ledgers(places, threads, history);
     return history;
 }
 

@@ -212,67 +212,88 @@ void RunMatrix::add(Parsed& parsed) {
     push(std::move(parsed.run), std::move(cells));
 }
 
-void RunMatrix::add_runs(const fs::path& runs_dir, const std::function<std::string()>& receipt_id) {
-    const auto plans = run_plan_files(runs_dir);
-    const std::size_t threads = std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 4, plans.size()});
-    std::vector<std::unique_ptr<Parsed>> parsed(plans.size());
-    std::vector<std::unique_ptr<Parsed>> spare;  // numbered runs, their memory ready for the next
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::size_t next = 0, added = 0;
-    bool stop = false;
-    const auto parse = [&] {
+// No more runs parsed, or being parsed, and not yet numbered than there are threads: memory
+// stays flat however many runs there are. A numbered run's buffers go to the next one parsed.
+class RunMatrix::ParseAhead {
+public:
+    ParseAhead(const std::vector<fs::path>& plans, std::size_t threads)
+        : plans_(plans), threads_(threads), parsed_(plans.size()) {
+        for (std::size_t t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+    }
+    ~ParseAhead() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        changed_.notify_all();
+        for (auto& w : workers_) w.join();
+    }
+    ParseAhead(const ParseAhead&) = delete;
+    ParseAhead& operator=(const ParseAhead&) = delete;
+
+    // Run i, once parsed (its failure, if any, is in it).
+    std::unique_ptr<Parsed> take(std::size_t i) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return parsed_[i] != nullptr; });
+        return std::move(parsed_[i]);
+    }
+    // A run numbered: one more may be parsed, in its buffers.
+    void done(std::unique_ptr<Parsed> run) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        spare_.push_back(std::move(run));
+        ++added_;
+        changed_.notify_all();
+    }
+
+private:
+    void work() {
         for (;;) {
-            std::unique_lock<std::mutex> lock(mutex);
-            // No more runs parsed or being parsed than there are threads: memory stays flat
-            // however many runs there are.
-            changed.wait(lock, [&] { return stop || next == plans.size() || next < added + threads; });
-            if (stop || next == plans.size()) return;
-            const auto i = next++;
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait(lock, [&] { return stop_ || next_ == plans_.size() || next_ < added_ + threads_; });
+            if (stop_ || next_ == plans_.size()) return;
+            const auto i = next_++;
             std::unique_ptr<Parsed> run;
-            if (spare.empty()) {
+            if (spare_.empty()) {
                 run = std::make_unique<Parsed>();
             } else {
-                run = std::move(spare.back());
-                spare.pop_back();
+                run = std::move(spare_.back());
+                spare_.pop_back();
             }
             lock.unlock();
             try {
-                run->read(plans[i]);
+                run->read(plans_[i]);
             } catch (...) {
                 run->failure = std::current_exception();
             }
             lock.lock();
-            parsed[i] = std::move(run);
-            changed.notify_all();
+            parsed_[i] = std::move(run);
+            changed_.notify_all();
         }
-    };
-    std::vector<std::thread> workers;
-    const auto finish = gsl::finally([&] {
-        {
-            std::lock_guard<std::mutex> lock(mutex);
-            stop = true;
-        }
-        changed.notify_all();
-        for (auto& w : workers) w.join();
-    });
-    for (std::size_t t = 0; t < threads; ++t) workers.emplace_back(parse);
+    }
+
+    const std::vector<fs::path>& plans_;
+    const std::size_t threads_;
+    std::vector<std::unique_ptr<Parsed>> parsed_;
+    std::vector<std::unique_ptr<Parsed>> spare_;  // numbered runs, their memory ready for the next
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::size_t next_ = 0, added_ = 0;
+    bool stop_ = false;
+    std::vector<std::thread> workers_;  // started once the rest is there, joined before it goes
+};
+
+void RunMatrix::add_runs(const fs::path& runs_dir, const std::function<std::string()>& receipt_id) {
+    const auto plans = run_plan_files(runs_dir);
+    const std::size_t threads = std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 4, plans.size()});
+    ParseAhead ahead(plans, threads);
     std::optional<std::string> receipt;
     for (std::size_t i = 0; i < plans.size(); ++i) {
-        std::unique_ptr<Parsed> run;
-        {
-            std::unique_lock<std::mutex> lock(mutex);
-            changed.wait(lock, [&] { return parsed[i] != nullptr; });
-            run = std::move(parsed[i]);
-        }
+        auto run = ahead.take(i);
         if (run->failure) std::rethrow_exception(run->failure);
         if (!receipt) receipt = receipt_id();
         check_receipt(run->run, *receipt);
         add(*run);
-        std::lock_guard<std::mutex> lock(mutex);
-        spare.push_back(std::move(run));
-        ++added;
-        changed.notify_all();
+        ahead.done(std::move(run));
     }
 }
 

@@ -77,7 +77,7 @@ using Rule = std::optional<std::string> (*)(const Observations&);
 struct VerdictInfo {
     Verdict verdict;
     std::string_view name;  // as the ledger spells it
-    int precedence;         // when several apply, the lowest number wins
+    int precedence;         // when several apply, the lowest number wins (tens: room for one between)
     Gate gate;              // pass or block, before any deferral
     Deferral deferral;
     Reproduce reproduce;
