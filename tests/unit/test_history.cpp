@@ -6,6 +6,7 @@
 #include "reports/history.hpp"
 #include "reports/history_pages.hpp"
 #include "history_support.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 #include "io/timestamp.hpp"

@@ -8,6 +8,7 @@
 
 #include "io/error.hpp"
 #include "io/git_state.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
 #include "runs/seed_runner.hpp"

@@ -14,6 +14,7 @@
 #include <gsl/gsl>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;

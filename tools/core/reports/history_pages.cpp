@@ -7,6 +7,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/markup.hpp"
 

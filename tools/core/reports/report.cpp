@@ -9,6 +9,7 @@
 
 #include <gsl/gsl>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/markup.hpp"
 #include "reports/report_extras.hpp"

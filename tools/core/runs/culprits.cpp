@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/run_matrix.hpp"
 #include "runs/seed_runner.hpp"

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "io/file_identity.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;

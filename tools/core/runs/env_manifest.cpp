@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 

@@ -12,6 +12,7 @@
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/git_state.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 #include "inputs/pytest_config.hpp"

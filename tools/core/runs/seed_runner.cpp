@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "io/natural_order.hpp"
 #include "runs/process_checks.hpp"

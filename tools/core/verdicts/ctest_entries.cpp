@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/verdict_store.hpp"
 

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/replay.hpp"
 

@@ -7,6 +7,7 @@
 
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"

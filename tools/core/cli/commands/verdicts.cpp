@@ -12,6 +12,7 @@
 #include "runs/discover_cache.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/manifest_diff.hpp"
 #include "io/process.hpp"
