@@ -11,7 +11,7 @@
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/run_matrix.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/order_run.hpp"
 
 namespace fs = std::filesystem;
 
@@ -53,7 +53,7 @@ Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& sto
         plan.seed = seed;
         plan.tests = tests;
         plan.runs_dir = suite.evidence_dir / "localise";
-        run_plan(suite, receipt, store, plan);
+        run_order(suite, receipt, store, plan);
         const auto records = read_run_records(records_file(suite, plan));
         auto it = records.results.find(tests.back());
         return it == records.results.end() ? "" : std::string(outcome_class(it->second.outcome));

@@ -16,7 +16,7 @@
 #include "runs/receipt.hpp"
 #include "runs/replay.hpp"
 #include "runs/rerun_planner.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/order_run.hpp"
 #include "inputs/shards.hpp"
 #include "runs/shuffle.hpp"
 
@@ -113,7 +113,7 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
 // Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
 // is data, a suite that never started is not).
 int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
-    const auto summary = run_plan(suite, receipt, store, plan);
+    const auto summary = run_order(suite, receipt, store, plan);
     report_run(plan, summary, suite);
     if (summary.harness_ok) return 0;
     std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';

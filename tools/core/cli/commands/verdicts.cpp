@@ -20,7 +20,7 @@
 #include "reports/report.hpp"
 #include "reports/run_history.hpp"
 #include "inputs/runner_bundles.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 #include "inputs/shards.hpp"
 #include "verdicts/verdict_store.hpp"
 
