@@ -7,6 +7,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/markup.hpp"
@@ -234,7 +235,7 @@ std::vector<RankedTrack> notable_tests(const History& history) {
 
 std::size_t placed_by_mtime(const History& history) {
     return static_cast<std::size_t>(std::count_if(history.runs().begin(), history.runs().end(),
-                                                  [](const HistoryRun& r) { return r.place.time_from != "junit.xml"; }));
+                                                  [](const HistoryRun& r) { return r.place.time_from != evidence::kJunit; }));
 }
 
 constexpr std::size_t kMarkdownTests = 50, kMarkdownRuns = 100, kHtmlTests = 500, kStripRuns = 200, kSequence = 12;

@@ -9,6 +9,7 @@
 
 #include <gsl/gsl>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/markup.hpp"
@@ -661,9 +662,9 @@ std::string report_markdown(const ReportInput& input) {
 }
 
 std::filesystem::path write_reports(const std::filesystem::path& dir, const ReportInput& input) {
-    const auto html = dir / "report.html";
+    const auto html = dir / evidence::kReportHtml;
     write_file_atomic(html, report_html(input));
-    write_file_atomic(dir / "report.md", report_markdown(input));
+    write_file_atomic(dir / evidence::kReportMarkdown, report_markdown(input));
     return html;
 }
 

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
 #include "io/json_io.hpp"
@@ -72,7 +73,7 @@ int replay(const SuiteConfig& suite, const ReplayRequest& request, std::ostream&
         plan.seed = request.seed.value_or(0);
         plan.tests = order;
         plan.environment = request.environment;
-        plan.runs_dir = suite.evidence_dir / "replay";
+        plan.runs_dir = suite.evidence_dir / evidence::kReplay;
         run_order(suite, receipt, store, plan);
         out << read_file(log_file(suite, plan.id));
         seen = reproduced(read_run_records(records_file(suite, plan)), order);

@@ -6,6 +6,7 @@
 #include <future>
 #include <iostream>
 
+#include "inputs/evidence_layout.hpp"
 #include "verdicts/ctest_entries.hpp"
 #include "runs/culprits.hpp"
 #include "io/date.hpp"
@@ -186,7 +187,7 @@ int cmd_ledger(const Args& args) {
     std::size_t runs = 0;
     const auto rows = build_and_write(suite, *vm, runs);
     print_summary(std::cout, suite.name, summarize(rows), runs);  // the gate step prints the rows
-    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     archive_if_asked(suite, std::cout);
     return 0;
 }
@@ -206,7 +207,7 @@ int cmd_gate(const Args& args) {
         summary = summarize(build_and_write(suite, *vm, runs));
     }
     const int blocked = print_gate(std::cout, suite.name, summary, runs);
-    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     print_measurements(std::cout, summary, suite);
     return blocked > 0 ? 1 : 0;
 }
