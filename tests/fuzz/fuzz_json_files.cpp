@@ -3,7 +3,7 @@
 #include "fuzz_support.hpp"
 #include "verdicts/gate.hpp"
 #include "runs/receipt.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 #include "inputs/suite_config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

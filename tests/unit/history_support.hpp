@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <utime.h>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace evgate::test {

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "runs/discover_cache.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 

@@ -1,3 +1,4 @@
+// FixtureStore and the fixture groups: snapshot, restore, leases, links, modes and names.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <csignal>
@@ -19,42 +20,21 @@
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
 #include "runs/receipt.hpp"
+#include "fixture_project.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::Env;
+using evgate::test::Project;
+using evgate::test::mode_of;
 
 namespace {
 
-struct Project {
-    fs::path top = fs::temp_directory_path() / ("evgate-store-" + std::to_string(std::random_device{}()));
-    fs::path root = top / "src";
-    SuiteConfig suite;
-
-    explicit Project(const std::string& manifest) {
-        fs::create_directories(root);
-        write("fixtures.manifest", manifest);
-        suite.name = "s";
-        suite.root = root;
-        suite.evidence_dir = top / "build" / "evidence" / "s";
-        suite.fixtures = root / "fixtures.manifest";
-    }
-    ~Project() { fs::remove_all(top); }
-
-    void write(const std::string& relative, const std::string& text) const {
-        fs::create_directories((root / relative).parent_path());
-        std::ofstream(root / relative, std::ios::binary) << text;
-    }
-    std::string read(const std::string& relative) const { return slurp(root / relative); }
-    static std::string slurp(const fs::path& file) {
-        std::ifstream in(file, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
-        return text.str();
-    }
-};
-
+std::vector<std::string> sorted(std::vector<std::string> items) {
+    std::sort(items.begin(), items.end());
+    return items;
+}
 }  // namespace
 
 TEST_CASE("restore brings changed, removed, added and chmodded files back to pristine, the tree outside the groups too",
@@ -97,42 +77,6 @@ TEST_CASE("a rewrite that keeps size and mtime is still caught (ctime moves)", "
     ::utimensat(AT_FDCWD, (p.root / "data/a.json").c_str(), times, 0);
     store.restore();
     CHECK(p.read("data/a.json") == "0123456789\n");
-}
-
-TEST_CASE("a pending restore left by a killed run is completed before anything else", "[store]") {
-    Project p("cfg: config/*.ini\n");
-    p.write("config/x.ini", "pristine\n");
-    FixtureStore(p.suite).snapshot();
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {  // a run that dirties the groups and dies without restoring, as after kill -9
-        FixtureStore store(p.suite);
-        FixtureStore::Lease lease(store, TreeAccess::shared);
-        p.write("config/x.ini", "polluted by a run that was killed\n");
-        ::_exit(0);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    REQUIRE(p.read("config/x.ini") == "polluted by a run that was killed\n");
-    FixtureStore again(p.suite);
-    CHECK(again.restore_if_pending());
-    CHECK(p.read("config/x.ini") == "pristine\n");
-    CHECK_FALSE(again.restore_if_pending());
-    again.snapshot();  // the pristine copy is still the committed content, not the polluted one
-    CHECK(p.read("config/x.ini") == "pristine\n");
-}
-
-TEST_CASE("a live run's marker is not pending: runs beside it neither restore nor wait", "[store]") {
-    Project p("cfg: config/*.ini\n");
-    p.write("config/x.ini", "pristine\n");
-    FixtureStore store(p.suite);
-    store.snapshot();
-    FixtureStore::Lease running(store, TreeAccess::shared);
-    p.write("config/x.ini", "being written by the running run\n");
-    FixtureStore beside(p.suite);
-    CHECK_FALSE(beside.restore_if_pending());  // would block on the tree lock if it tried
-    FixtureStore::Lease second(beside, TreeAccess::shared);  // shared leases go side by side
-    CHECK(p.read("config/x.ini") == "being written by the running run\n");
 }
 
 TEST_CASE("restore never writes through a link that replaced a directory, and puts the directory back", "[store]") {
@@ -226,111 +170,6 @@ TEST_CASE("a snapshot takes a file's new content after an edit, and its old cont
     CHECK(p.read("data/a.json") == "second, committed meanwhile\n");
 }
 
-namespace {
-
-// Another build tree over the same sources: its own fixture directory, the same ROOT.
-SuiteConfig other_build_tree(const Project& p) {
-    SuiteConfig other = p.suite;
-    other.evidence_dir = p.top / "other-build" / "evidence" / "s";
-    return other;
-}
-
-bool a_marker_says_dirty(const fs::path& pending) {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(pending, ec)) {
-        std::ifstream in(entry.path());
-        std::string word;
-        if (in >> word && word == "dirty") return true;
-    }
-    return false;
-}
-
-}  // namespace
-
-TEST_CASE("a snapshot of another build tree restores a waiting run's changes rather than take them for pristine",
-          "[store]") {
-    Project p("cfg: config/*.ini\n");
-    p.write("config/x.ini", "pristine\n");
-    FixtureStore(p.suite).snapshot();
-    auto reader = std::make_unique<TreeLock>(p.root, TreeAccess::shared);  // a run beside: the writer waits
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {  // a run whose test polluted; its restore waits for the tree alone
-        reader.reset();  // the parent's copy holds the reader's lock
-        FixtureStore store(p.suite);
-        FixtureStore::Lease lease(store, TreeAccess::shared);
-        p.write("config/x.ini", "polluted\n");
-        const auto put_back = lease.restore();
-        ::_exit(put_back.size() == 1 && p.read("config/x.ini") == "pristine\n" ? 0 : 1);
-    }
-    const auto pending = p.suite.fixtures_dir() / "pending";
-    for (int i = 0; i < 1000 && !a_marker_says_dirty(pending); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    REQUIRE(a_marker_says_dirty(pending));
-    // Stopped while it waits: the other build tree's snapshot gets the tree first.
-    ::kill(child, SIGSTOP);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, WUNTRACED) == child);
-    REQUIRE(WIFSTOPPED(status));
-    reader.reset();
-    FixtureStore beside(other_build_tree(p));
-    beside.snapshot();
-    CHECK(p.read("config/x.ini") == "pristine\n");
-    ::kill(child, SIGCONT);
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));  // it still says what its tests changed
-    p.write("config/x.ini", "polluted later\n");
-    CHECK(beside.restore() == std::vector<std::string>{"restored config/x.ini"});
-    CHECK(p.read("config/x.ini") == "pristine\n");  // the other tree's pristine is the committed content
-}
-
-TEST_CASE("a run of one build tree killed before its restore is completed by the next snapshot of another", "[store]") {
-    Project p("cfg: config/*.ini\n");
-    p.write("config/x.ini", "pristine\n");
-    FixtureStore(p.suite).snapshot();
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        FixtureStore store(p.suite);
-        FixtureStore::Lease lease(store, TreeAccess::shared);
-        p.write("config/x.ini", "polluted by a run that was killed\n");
-        p.write("config/new.ini", "added by it\n");
-        ::_exit(0);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    FixtureStore beside(other_build_tree(p));
-    const auto interrupted = beside.restore_if_pending();
-    CHECK(interrupted.completed);
-    CHECK(p.read("config/x.ini") == "pristine\n");
-    CHECK_FALSE(fs::exists(p.root / "config/new.ini"));
-    // What it put back or removed is kept in the build tree that restored: nothing is lost.
-    REQUIRE(interrupted.kept.string().rfind((p.top / "other-build").string(), 0) == 0);
-    CHECK(Project::slurp(interrupted.kept / "config/x.ini") == "polluted by a run that was killed\n");
-    CHECK(Project::slurp(interrupted.kept / "config/new.ini") == "added by it\n");
-    CHECK_FALSE(FixtureStore(p.suite).restore_if_pending());  // handled once
-    beside.snapshot();
-    p.write("config/x.ini", "polluted later\n");
-    beside.restore();
-    CHECK(p.read("config/x.ini") == "pristine\n");
-}
-
-namespace {
-
-std::vector<std::string> sorted(std::vector<std::string> items) {
-    std::sort(items.begin(), items.end());
-    return items;
-}
-
-std::string mode_of(const fs::path& path) {
-    struct stat st {};
-    ::lstat(path.c_str(), &st);
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", st.st_mode & 07777);
-    return text;
-}
-
-}  // namespace
-
 TEST_CASE("a glob reaching into a build tree, the evidence directory or .git leases none of it, and no restore deletes it",
           "[store]") {
     Project p("cfg: **/*.json\n");
@@ -393,117 +232,6 @@ TEST_CASE("a directory a test chmodded is put back before anything below it is r
     CHECK(store.findings({}).empty());  // an execution done again since does not count
 }
 
-TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod are put back and kept, new files named and left",
-          "[store]") {
-    Project p("data: data/*\n");
-    p.write("data/a.txt", "pristine\n");
-    p.write("README.txt", "the project\n");
-    p.write("docs/guide.md", "guide\n");
-    p.write("src/tool.py", "print('tool')\n");
-    p.write(".hidden/cache", "not guarded outside git\n");
-    FixtureStore store(p.suite);
-    store.snapshot();
-    std::string token;
-    {
-        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.3");
-        token = lease.token();
-        p.write("README.txt", "edited by a test\n");
-        fs::remove(p.root / "docs/guide.md");
-        fs::permissions(p.root / "src/tool.py", static_cast<fs::perms>(0600));
-        p.write("notes/left.txt", "a file a test left\n");
-        p.write("scratch.db", "created and deleted again\n");
-        fs::remove(p.root / "scratch.db");
-        p.write(".hidden/new", "inside a hidden directory\n");
-        CHECK(lease.restore().empty());  // nothing in the groups
-    }
-    CHECK(p.read("README.txt") == "the project\n");
-    CHECK(p.read("docs/guide.md") == "guide\n");
-    CHECK(mode_of(p.root / "src/tool.py") == "0644");
-    CHECK(p.read("notes/left.txt") == "a file a test left\n");  // never removed: a user's editor may have saved it
-    const auto found = store.findings({{token, "seed.3"}});
-    REQUIRE(found.size() == 2);
-    CHECK(found[0].check == "tree:seed.3");
-    CHECK_THAT(found[0].reason, Catch::StartsWith("seed.3 changed README.txt, docs/guide.md, src/tool.py in the source tree, "
-                                                  "outside every fixture group; restored (what it replaced is kept in "));
-    CHECK(found[0].dirty == std::vector<std::string>{"(source tree)"});
-    CHECK(found[1].check == "tree:left");
-    CHECK_THAT(found[1].reason, Catch::Contains("notes/left.txt (after seed.3)") && !Catch::Contains("scratch.db") &&
-                                    !Catch::Contains(".hidden") && Catch::Contains(p.root.string()));
-    const auto kept = found[0].reason.substr(found[0].reason.find("kept in ") + 8);
-    CHECK(Project::slurp(fs::path(kept.substr(0, kept.size() - 1)) / "README.txt") == "edited by a test\n");
-    fs::remove_all(p.root / "notes");  // deleted again before the ledger: it was scratch after all
-    CHECK(store.findings({{token, "seed.3"}}).size() == 1);
-    Receipt receipt;
-    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
-}
-
-TEST_CASE("a run whose tests only create and delete scratch files beside the sources touched the tree", "[store]") {
-    Project p("data: data/*\n");
-    p.write("data/a.txt", "pristine\n");
-    p.write("tests/test_x.py", "\n");
-    FixtureStore store(p.suite);
-    store.snapshot();
-    std::string scratch, quiet;
-    {
-        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.1");
-        scratch = lease.token();
-        p.write("tool_temp/config.ini", "[scratch]\n");
-        fs::remove_all(p.root / "tool_temp");
-        lease.restore();
-    }
-    {
-        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.2");
-        quiet = lease.token();
-        lease.restore();
-    }
-    CHECK(store.findings({{scratch, "seed.1"}}).empty());  // nothing left, nothing to restore
-    const auto spans = read_spans(p.root);
-    const auto touched = [&](const std::string& token) {
-        return std::any_of(spans.begin(), spans.end(), [&](const RunSpan& s) { return s.token == token && s.touched; });
-    };
-    CHECK(touched(scratch));  // runs beside it may have seen its scratch files
-    CHECK_FALSE(touched(quiet));
-}
-
-TEST_CASE("a collection that writes at import is put back, recorded for the gate, and never taken for pristine", "[store]") {
-    Project p("data: data/*\n");
-    p.write("data/state.txt", "pristine\n");
-    p.write("README.txt", "the project\n");
-    FixtureStore store(p.suite);
-    const auto report = store.guard_collection("discovery", "collection at ctest start (discovery)", [&] {
-        p.write("data/state.txt", "written at import\n");
-        p.write("README.txt", "also written at import\n");
-        p.write("generated.txt", "left by the collection\n");
-    });
-    CHECK(report.changed());
-    CHECK(p.read("data/state.txt") == "pristine\n");
-    CHECK(p.read("README.txt") == "the project\n");
-    auto found = store.findings({});
-    REQUIRE(found.size() == 2);
-    CHECK(found[0].check == "tree:discovery");
-    CHECK_THAT(found[0].reason, Catch::StartsWith("collection at ctest start (discovery) changed fixture group 'data' "
-                                                  "(restored data/state.txt) and README.txt in the source tree, outside "
-                                                  "every fixture group, outside any test; restored"));
-    CHECK(found[0].dirty == std::vector<std::string>{"data", "(source tree)"});
-    CHECK_THAT(found[1].reason, Catch::Contains("generated.txt (after collection at ctest start (discovery))"));
-    // The next snapshot's pristine is the committed content, not what the import wrote.
-    store.snapshot();
-    p.write("data/state.txt", "polluted\n");
-    store.restore();
-    CHECK(p.read("data/state.txt") == "pristine\n");
-    // A collection that throws is guarded the same way.
-    CHECK_THROWS(store.guard_collection("receipt", "collection (receipt)", [&] {
-        p.write("data/state.txt", "written, then the collection failed\n");
-        throw Error("pytest collection did not complete");
-    }));
-    CHECK(p.read("data/state.txt") == "pristine\n");
-    // A clean collection replaces its earlier record.
-    store.guard_collection("discovery", "collection at ctest start (discovery)", [] {});
-    found = store.findings({});
-    CHECK(std::none_of(found.begin(), found.end(), [](const TreeFinding& f) { return f.check == "tree:discovery"; }));
-    CHECK(std::any_of(found.begin(), found.end(), [](const TreeFinding& f) { return f.check == "tree:receipt"; }));
-}
-
 TEST_CASE("a fixture file whose name is not UTF-8 is leased in valid UTF-8 JSON and restored to the same bytes", "[store]") {
     Project p("data: data/*\n");
     const std::string name = "data/caf\xe9.txt";
@@ -521,20 +249,4 @@ TEST_CASE("a fixture file whose name is not UTF-8 is leased in valid UTF-8 JSON 
     CHECK(store.restore() == std::vector<std::string>{"restored " + name});
     CHECK(p.read(name) == "pristine\n");
     CHECK(fs::directory_iterator(p.root / "data")->path().filename() == "caf\xe9.txt");  // no second file beside it
-}
-
-TEST_CASE("a registered store another user owns is never restored from", "[store]") {
-    if (::geteuid() != 0) return;  // needs to give a directory away
-    Project p("cfg: config/*.ini\n");
-    p.write("config/x.ini", "pristine\n");
-    const auto other = other_build_tree(p);
-    FixtureStore(other).snapshot();
-    // What another user could plant: a pristine copy of theirs and a marker nobody holds.
-    std::ofstream(other.fixtures_dir() / "pristine/config/x.ini") << "planted\n";
-    fs::create_directories(other.fixtures_dir() / "pending");
-    std::ofstream(other.fixtures_dir() / "pending/abandoned") << "";
-    p.write("config/x.ini", "the user's edit\n");
-    REQUIRE(::system(("chown -R 65534:65534 " + (p.top / "other-build").string()).c_str()) == 0);
-    FixtureStore(p.suite).snapshot();
-    CHECK(p.read("config/x.ini") == "the user's edit\n");
 }

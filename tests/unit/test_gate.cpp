@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "verdicts/gate.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 

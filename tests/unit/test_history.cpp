@@ -7,6 +7,7 @@
 #include "reports/history_pages.hpp"
 #include "verdicts/verdict_table.hpp"
 #include "history_support.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 #include "io/timestamp.hpp"

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
@@ -71,22 +72,6 @@ TEST_CASE("typed member access names source and key", "[json_io]") {
     CHECK_THROWS_WITH(evgate::string_member(doc, "missing", "x.json"), "x.json: missing string 'missing'");
     CHECK_THROWS_WITH(evgate::string_member(doc, "n", "x.json"), "x.json: 'n' is not a string");
     CHECK_THROWS_WITH(evgate::string_array(doc, "bad", "x.json"), "x.json: 'bad' holds a non-string");
-}
-
-TEST_CASE("write_file_atomic replaces a file and leaves no temporary behind", "[json_io]") {
-    TempDir dir;
-    auto file = dir.path / "ledger.jsonl";
-    evgate::write_file_atomic(file, "first\n");
-    CHECK(evgate::read_file(file) == "first\n");
-    evgate::write_file_atomic(file, "second\n");
-    CHECK(evgate::read_file(file) == "second\n");
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
-
-    CHECK_THROWS_WITH(evgate::write_file_atomic(dir.path / "missing" / "x.json", "{}"),
-                      Catch::StartsWith("cannot write " + (dir.path / "missing").string()) &&
-                          Catch::EndsWith("No such file or directory"));
-    CHECK_THROWS_WITH(evgate::read_file(dir.path / "absent"),
-                      "cannot read " + (dir.path / "absent").string() + ": No such file or directory");
 }
 
 namespace {
@@ -175,24 +160,6 @@ TEST_CASE("captured members are checked like document members, naming file and l
     CHECK_THROWS_WITH(evgate::text_list(f[2], "l", where), "runs.jsonl:1: 'l' is not a list");
     CHECK_THROWS_WITH(evgate::text_list(f[3], "o", where), "runs.jsonl:1: 'o' holds a non-string");
     CHECK(evgate::text_list(f[4], "b", where).empty());
-}
-
-TEST_CASE("an atomic file written in pieces appears whole at commit, and not at all without", "[json_io]") {
-    TempDir dir;
-    {
-        evgate::AtomicFile file(dir.path / "a");
-        file.write("first ");
-        file.write("and second");
-        CHECK_FALSE(fs::exists(dir.path / "a"));
-        file.commit();
-    }
-    CHECK(evgate::read_file(dir.path / "a") == "first and second");
-    {
-        evgate::AtomicFile file(dir.path / "a");
-        file.write("abandoned");
-    }
-    CHECK(evgate::read_file(dir.path / "a") == "first and second");
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("read_file reuses a buffer", "[json_io]") {

@@ -5,6 +5,7 @@
 
 #include <tinyxml2.h>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "inputs/junit.hpp"
 #include "reports/junit_writer.hpp"

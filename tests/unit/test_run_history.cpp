@@ -9,6 +9,7 @@
 #include "io/error.hpp"
 #include "reports/history_archive.hpp"
 #include "history_support.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/report.hpp"
 #include "reports/report_extras.hpp"

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/run_matrix.hpp"
 #include "support.hpp"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "inputs/junit.hpp"
@@ -22,9 +23,9 @@ std::string host_of(const rapidjson::Value& manifest) {
 
 // An evidence directory from another machine: its local runs become this runner's attempts.
 std::vector<LoadedRun> bundle_runs(const fs::path& dir, const std::string& name) {
-    const auto receipt = load_receipt(dir / "receipt.json");
+    const auto receipt = load_receipt(dir / evidence::kReceipt);
     std::vector<LoadedRun> runs;
-    for (auto& run : load_runs(dir / "runs", receipt.id)) {
+    for (auto& run : load_runs(dir / evidence::kRuns, receipt.id)) {
         if (run.plan.column != Column::local || !run.problem.empty()) continue;
         run.plan.id = name + ":" + run.plan.id;
         run.plan.order = run.plan.id;
@@ -83,8 +84,8 @@ RunnerBundles load_runner_bundles(const std::vector<std::string>& paths, const R
             std::vector<LoadedRun> runs;
             rapidjson::Document manifest;
             if (fs::is_directory(path)) {
-                if (!fs::exists(fs::path(path) / "manifest.json")) throw Error("the bundle has no manifest.json");
-                manifest = read_manifest(fs::path(path) / "manifest.json");
+                if (!fs::exists(fs::path(path) / evidence::kManifest)) throw Error(std::string("the bundle has no ") + evidence::kManifest);
+                manifest = read_manifest(fs::path(path) / evidence::kManifest);
                 name = host_of(manifest);
                 if (name.empty()) name = fs::path(path).filename().string();
                 runs = bundle_runs(path, name);

@@ -9,7 +9,7 @@
 
 #include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 
 namespace evgate {
 

@@ -6,18 +6,20 @@
 #include <map>
 #include <regex>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "io/git_state.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 
 namespace fs = std::filesystem;
 
 namespace evgate {
 namespace {
 
-fs::path runs_of(const fs::path& shard) { return shard / "runs"; }
+fs::path runs_of(const fs::path& shard) { return shard / evidence::kRuns; }
 
 std::vector<std::string> ids(const Receipt& receipt) {
     std::vector<std::string> out;
@@ -98,8 +100,8 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
     if (!fs::exists(suite.manifest_file())) return foreign;
     const auto local = read_manifest(suite.manifest_file());
     for (const auto& dir : merged_shards()) {
-        if (!fs::exists(dir / "manifest.json")) continue;
-        const auto theirs = read_manifest(dir / "manifest.json");
+        if (!fs::exists(dir / evidence::kManifest)) continue;
+        const auto theirs = read_manifest(dir / evidence::kManifest);
         auto drift = diff_manifests(local, theirs);
         const bool differs = std::any_of(drift.begin(), drift.end(), [](const DriftEntry& e) {
             return e.rank <= drift_rank::filesystem_case || e.rank == drift_rank::python_minor;
@@ -108,7 +110,7 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
         std::string host = "shard";
         if (const auto* h = member(theirs, "host"))
             host = optional_string(*h, "hostname", dir.string()).value_or(host);
-        const auto spec = parse_shard_spec(load_receipt(dir / "receipt.json").shard, (dir / "receipt.json").string());
+        const auto spec = parse_shard_spec(load_receipt(dir / evidence::kReceipt).shard, (dir / evidence::kReceipt).string());
         // A column name is part of run ids, and so of file names: no '/'.
         const auto column = host + "-shard-" + std::to_string(spec.index) + "-of-" + std::to_string(spec.count);
         foreign.push_back({dir, spec.text(), column, std::move(drift)});
@@ -119,8 +121,8 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
 bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
     const auto foreign = foreign_shards(suite);
     for (const auto& shard : merged_shards()) {
-        const auto plan = runs_of(shard) / (run_id + ".plan.json");
-        const auto records = runs_of(shard) / (run_id + ".jsonl");
+        const auto plan = runs_of(shard) / evidence::plan_name(run_id);
+        const auto records = runs_of(shard) / evidence::records_name(run_id);
         if (!fs::exists(plan) || !fs::exists(records)) continue;
         fs::create_directories(suite.runs_dir());
         auto imported = read_plan(plan);
@@ -131,7 +133,7 @@ bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::str
         }
         write_plan(plan_file(suite, imported.id), imported);
         write_file_atomic(records_file(suite, imported.id), rebind(records, receipt.id));
-        for (const char* manifest : {"manifest.perturbed.json"})
+        for (const char* manifest : {evidence::kPerturbedManifest})
             if (run_id == "perturbed" && fs::exists(shard / manifest))
                 fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);
         return true;
@@ -147,7 +149,7 @@ std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfi
         const std::string name = dir.string();
         Receipt theirs;
         try {
-            theirs = load_receipt(dir / "receipt.json");
+            theirs = load_receipt(dir / evidence::kReceipt);
         } catch (const Error& e) {
             problems.emplace_back(name, std::string("not a shard evidence directory: ") + e.what());
             continue;
@@ -156,7 +158,7 @@ std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfi
             problems.emplace_back(name, "its receipt names no shard (EVIDENCE_GATE_SHARD was not set there)");
             continue;
         }
-        const auto spec = parse_shard_spec(theirs.shard, name + "/receipt.json 'shard'");
+        const auto spec = parse_shard_spec(theirs.shard, name + "/" + evidence::kReceipt + " 'shard'");
         if (count && *count != spec.count) problems.emplace_back(name, "shard " + spec.text() + " of another split");
         count = spec.count;
         if (auto [it, fresh] = seen.emplace(spec.text(), dir); !fresh)

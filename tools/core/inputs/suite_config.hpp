@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "inputs/evidence_layout.hpp"
+
 namespace evgate {
 
 struct SuiteConfig {
@@ -30,12 +32,13 @@ struct SuiteConfig {
     bool perturb = true;
     std::filesystem::path source;  // suite.json itself, for messages
 
-    std::filesystem::path runs_dir() const { return evidence_dir / "runs"; }
-    std::filesystem::path receipt_file() const { return evidence_dir / "receipt.json"; }
-    std::filesystem::path manifest_file() const { return evidence_dir / "manifest.json"; }
-    std::filesystem::path perturbed_manifest_file() const { return evidence_dir / "manifest.perturbed.json"; }
-    std::filesystem::path ledger_file() const { return evidence_dir / "ledger.jsonl"; }
-    std::filesystem::path fixtures_dir() const { return evidence_dir / "fixtures"; }
+    // Paths in the evidence directory (evidence_layout.hpp says what each holds).
+    std::filesystem::path runs_dir() const { return evidence_dir / evidence::kRuns; }
+    std::filesystem::path receipt_file() const { return evidence_dir / evidence::kReceipt; }
+    std::filesystem::path manifest_file() const { return evidence_dir / evidence::kManifest; }
+    std::filesystem::path perturbed_manifest_file() const { return evidence_dir / evidence::kPerturbedManifest; }
+    std::filesystem::path ledger_file() const { return evidence_dir / evidence::kLedger; }
+    std::filesystem::path fixtures_dir() const { return evidence_dir / evidence::kFixtures; }
 };
 
 SuiteConfig load_suite_config(const std::filesystem::path& file);

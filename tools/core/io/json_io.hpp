@@ -1,5 +1,6 @@
 // Reading and writing JSON and JSON Lines with RapidJSON: every parse error names
-// file:line:col, a torn last line is never taken for a record, files are replaced atomically.
+// file:line:col, a torn last line is never taken for a record; whole files read with room to parse
+// them in place.
 #pragma once
 
 #include <cstdint>
@@ -181,25 +182,7 @@ private:
 std::string to_json(const rapidjson::Value& value);
 std::string json_string(std::string_view text);  // a JSON string literal, quoted and escaped
 
-// A file replaced atomically, its content written in pieces: into a temporary file beside it,
-// flushed and renamed over it by commit(); the temporary is removed if commit() never comes.
-class AtomicFile {
-public:
-    explicit AtomicFile(std::filesystem::path path);
-    ~AtomicFile();
-    AtomicFile(const AtomicFile&) = delete;
-    AtomicFile& operator=(const AtomicFile&) = delete;
-
-    void write(std::string_view bytes);
-    void commit();
-
-private:
-    std::filesystem::path path_, temp_;
-    int fd_;
-};
-
-// Write `content` to a temporary file beside `path`, flush it and rename it over `path`.
-void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+// A whole file's bytes (atomic writing is atomic_file.hpp).
 std::string read_file(const std::filesystem::path& path);
 // The same into `text`, reusing its memory (reading file after file costs no allocation), with
 // kParseSlack bytes of room after the end.

@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "reports/junit_writer.hpp"
@@ -36,14 +37,14 @@ enum : std::size_t { suite, receipt_id, hostname, git };
 // A run's place as the ledger step copied it from the receipt into junit.xml, with its clock:
 // read from the file's first bytes, where the receipt lists every collected test.
 bool place_by_junit(const fs::path& dir, RunPlace& place) {
-    const auto head = read_junit_head(dir / "junit.xml");
+    const auto head = read_junit_head(dir / evidence::kJunit);
     if (!head || !head->timestamp) return false;
     const auto property = [&](const char* name) {
         const auto it = head->properties.find(name);
         return it == head->properties.end() ? std::string() : it->second;
     };
     place.time = *head->timestamp;
-    place.time_from = "junit.xml";
+    place.time_from = evidence::kJunit;
     if (property("receipt").empty()) return false;  // an older head: the receipt says the rest
     place.suite = property("suite");
     place.receipt = property("receipt");
@@ -55,7 +56,7 @@ bool place_by_junit(const fs::path& dir, RunPlace& place) {
 
 bool has_ledger(const fs::path& dir) {
     std::error_code ec;
-    return fs::is_regular_file(dir / "ledger.jsonl", ec);
+    return fs::is_regular_file(dir / evidence::kLedger, ec);
 }
 
 // Directories below `dir`, by name, without the archive's own temporary and discarded ones.
@@ -207,18 +208,18 @@ RunPlace place_run(const fs::path& input) {
     // A ledger.jsonl with its receipt beside it is its evidence directory.
     const bool file = !fs::is_directory(input, ec);
     const auto dir = file ? input.parent_path() : input;
-    const bool receipt = (!file || input.filename() == "ledger.jsonl") && fs::exists(dir / "receipt.json", ec);
-    place.ledger = file ? input : dir / "ledger.jsonl";
+    const bool receipt = (!file || input.filename() == evidence::kLedger) && fs::exists(dir / evidence::kReceipt, ec);
+    place.ledger = file ? input : dir / evidence::kLedger;
     if (!fs::is_regular_file(place.ledger, ec)) throw Error("no ledger.jsonl in it");
     place.bare = !receipt;
     if (!receipt) {
         place.time = modified(place.ledger);
-        place.time_from = "ledger.jsonl mtime";
+        place.time_from = std::string(evidence::kLedger) + " mtime";
     } else if (!place_by_junit(dir, place)) {
-        read_receipt_place(dir / "receipt.json", place);
+        read_receipt_place(dir / evidence::kReceipt, place);
         if (place.time_from.empty()) {  // no junit.xml with a time: the receipt's own, what a download may have reset
-            place.time = modified(dir / "receipt.json");
-            place.time_from = "receipt.json mtime";
+            place.time = modified(dir / evidence::kReceipt);
+            place.time_from = std::string(evidence::kReceipt) + " mtime";
         }
     }
     return place;

@@ -13,7 +13,9 @@
 
 #include <gsl/gsl>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;
@@ -21,7 +23,7 @@ namespace fs = std::filesystem;
 namespace evgate {
 namespace {
 
-constexpr const char* kFiles[] = {"ledger.jsonl", "receipt.json", "manifest.json", "junit.xml"};
+constexpr const char* kFiles[] = {evidence::kLedger, evidence::kReceipt, evidence::kManifest, evidence::kJunit};
 constexpr auto kStale = std::chrono::hours(1);  // a temporary or discarded entry older than this was left by a killed run
 
 bool name_char(char c) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "inputs/evidence_layout.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/history_page_parts.hpp"
 
@@ -60,7 +62,7 @@ std::vector<RankedTrack> notable_tests(const History& history) {
 
 std::size_t placed_by_mtime(const History& history) {
     return static_cast<std::size_t>(std::count_if(history.runs().begin(), history.runs().end(),
-                                                  [](const HistoryRun& r) { return r.place.time_from != "junit.xml"; }));
+                                                  [](const HistoryRun& r) { return r.place.time_from != evidence::kJunit; }));
 }
 
 std::string short_time(TimePoint time) {

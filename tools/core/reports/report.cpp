@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include <gsl/gsl>
+
+#include "inputs/evidence_layout.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/report_parts.hpp"
 
@@ -66,9 +70,9 @@ std::vector<std::string> report_columns(const std::vector<LoadedRun>& runs) {
 }
 
 std::filesystem::path write_reports(const std::filesystem::path& dir, const ReportInput& input) {
-    const auto html = dir / "report.html";
+    const auto html = dir / evidence::kReportHtml;
     write_file_atomic(html, report_html(input));
-    write_file_atomic(dir / "report.md", report_markdown(input));
+    write_file_atomic(dir / evidence::kReportMarkdown, report_markdown(input));
     return html;
 }
 

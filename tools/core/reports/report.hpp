@@ -12,7 +12,7 @@
 #include "verdicts/gate.hpp"
 #include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 
 namespace evgate {
 

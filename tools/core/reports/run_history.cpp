@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "reports/history.hpp"
 #include "reports/history_archive.hpp"
@@ -207,17 +208,17 @@ void add_comparison(ReportExtras& extras, const SuiteConfig& suite, const std::s
 fs::path compared_ledger(const std::string& value, const std::string& suite) {
     const fs::path path = value;
     std::error_code ec;
-    if (fs::is_regular_file(path / suite / "ledger.jsonl", ec)) return path / suite / "ledger.jsonl";
+    if (fs::is_regular_file(path / suite / evidence::kLedger, ec)) return path / suite / evidence::kLedger;
     if (fs::is_directory(path / suite, ec))  // an EVIDENCE_GATE_HISTORY archive: its newest run of the suite
-        if (const auto runs = archived_runs(path / suite); !runs.empty()) return runs.back() / "ledger.jsonl";
-    if (fs::is_regular_file(path / "ledger.jsonl", ec)) {
-        if (fs::exists(path / "receipt.json", ec)) {
+        if (const auto runs = archived_runs(path / suite); !runs.empty()) return runs.back() / evidence::kLedger;
+    if (fs::is_regular_file(path / evidence::kLedger, ec)) {
+        if (fs::exists(path / evidence::kReceipt, ec)) {
             RunPlace place;
-            read_receipt_place(path / "receipt.json", place);
+            read_receipt_place(path / evidence::kReceipt, place);
             if (!place.suite.empty() && place.suite != suite)
                 throw Error("it holds suite " + quote(place.suite) + "'s ledger, not " + quote(suite) + "'s");
         }
-        return path / "ledger.jsonl";
+        return path / evidence::kLedger;
     }
     if (fs::is_regular_file(path, ec)) return path;
     throw Error(fs::is_directory(path, ec) ? "no ledger.jsonl in it, nor in " + suite + "/ below it" : "it does not exist");
@@ -226,7 +227,7 @@ fs::path compared_ledger(const std::string& value, const std::string& suite) {
 void write_run_junit(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, const RunMatrix& runs) {
     const auto place = this_run(suite);
     const JUnitContext context{suite.name, place.host, place.commit, place.branch, place.receipt, place.time};
-    write_junit(suite.evidence_dir / "junit.xml", rows, runs, context);
+    write_junit(suite.evidence_dir / evidence::kJunit, rows, runs, context);
 }
 
 std::optional<ReportExtras> run_report_extras(const SuiteConfig& suite, const std::vector<LedgerRow>& rows,

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 
 namespace fs = std::filesystem;
@@ -136,7 +137,7 @@ void claim_for_ctest(const fs::path& evidence_dir) {
     const auto self = process_identity(static_cast<int>(::getpid()));
     if (!ctest || !self) return;
     fs::create_directories(evidence_dir);
-    const LockedFile file(evidence_dir / "ctest.claim");
+    const LockedFile file(evidence_dir / evidence::kCtestClaim);
     std::string refusal;
     const auto claim = take_claim(parse_claim(file.read()), *ctest, *self, alive, refusal);
     if (!refusal.empty()) throw Error(refusal);

@@ -4,17 +4,19 @@
 #include <chrono>
 #include <set>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/run_matrix.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/order_run.hpp"
 
 namespace fs = std::filesystem;
 
 namespace evgate {
 namespace {
 
-fs::path culprits_file(const SuiteConfig& suite) { return suite.evidence_dir / "localise.json"; }
+fs::path culprits_file(const SuiteConfig& suite) { return suite.evidence_dir / evidence::kLocalise; }
 
 // The run's order up to and including `test`.
 std::vector<std::string> prefix_through(const RunPlan& plan, const std::string& test) {
@@ -51,8 +53,8 @@ Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& sto
         plan.id = plan.order = "probe";
         plan.seed = seed;
         plan.tests = tests;
-        plan.runs_dir = suite.evidence_dir / "localise";
-        run_plan(suite, receipt, store, plan);
+        plan.runs_dir = suite.evidence_dir / evidence::kLocaliseRuns;
+        run_order(suite, receipt, store, plan);
         const auto records = read_run_records(records_file(suite, plan));
         auto it = records.results.find(tests.back());
         return it == records.results.end() ? "" : std::string(outcome_class(it->second.outcome));

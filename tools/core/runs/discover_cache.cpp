@@ -5,7 +5,9 @@
 
 #include <sys/stat.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/file_identity.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;
@@ -68,7 +70,7 @@ void stamp_tree(const fs::path& dir, const SuiteConfig& suite, std::vector<std::
     }
 }
 
-std::string state_file(const SuiteConfig& suite) { return (suite.evidence_dir / "discover.fingerprint").string(); }
+std::string state_file(const SuiteConfig& suite) { return (suite.evidence_dir / evidence::kDiscoverFingerprint).string(); }
 
 std::string ids_digest(const std::vector<std::string>& ids) {
     std::string material;

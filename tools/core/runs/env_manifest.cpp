@@ -4,7 +4,9 @@
 
 #include <sys/utsname.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 
@@ -15,8 +17,8 @@ namespace evgate {
 void write_env_manifest(const SuiteConfig& suite, const fs::path& out, const std::vector<std::string>& environment,
                         const std::vector<int>& cpus) {
     auto from_python = out;
-    from_python += ".python";
-    const auto log = suite.evidence_dir / "logs" / (out.stem().string() + ".log");
+    from_python += evidence::kFromPythonSuffix;
+    const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(out.stem().string());
     fs::create_directories(log.parent_path());
     fs::remove(from_python);
     // Same interpreter and environment as the runs; the manifest module beside the plugin.

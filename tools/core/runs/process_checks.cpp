@@ -103,28 +103,45 @@ std::optional<std::string> exit_status_problem(const RunRecords& records, const 
     return std::nullopt;
 }
 
-std::string foreign_record(const ForeignSender& sender, std::string_view pytest_lines) {
-    std::vector<std::pair<std::string, int>> events;  // in the order first seen
+namespace {
+
+// What a foreign sender's whole lines were: each event with its count, in the order first seen,
+// and the tests they named.
+struct ForeignLines {
+    std::vector<std::pair<std::string, int>> events;
     std::vector<std::string> tests;
+    std::size_t total() const {
+        std::size_t n = 0;
+        for (const auto& [event, count] : events) n += static_cast<std::size_t>(count);
+        return n;
+    }
+};
+
+ForeignLines read_foreign_lines(const std::string& lines) {
+    ForeignLines read;
     std::size_t from = 0;
-    while (from < sender.lines.size()) {
-        const auto end = sender.lines.find('\n', from);
+    while (from < lines.size()) {
+        const auto end = lines.find('\n', from);
         rapidjson::Document doc;
-        doc.Parse(sender.lines.data() + from, end - from);
+        doc.Parse(lines.data() + from, end - from);
         from = end + 1;
         std::string event = "unreadable";
         if (!doc.HasParseError() && doc.IsObject()) {
             const auto* e = member(doc, "event");
             event = e && e->IsString() ? e->GetString() : "unnamed";
             const auto* t = member(doc, "test");
-            if (t && t->IsString() && std::find(tests.begin(), tests.end(), t->GetString()) == tests.end())
-                tests.emplace_back(t->GetString());
+            if (t && t->IsString() && std::find(read.tests.begin(), read.tests.end(), t->GetString()) == read.tests.end())
+                read.tests.emplace_back(t->GetString());
         }
-        auto it = std::find_if(events.begin(), events.end(), [&](const auto& e) { return e.first == event; });
-        if (it == events.end()) events.emplace_back(event, 1);
+        auto it = std::find_if(read.events.begin(), read.events.end(), [&](const auto& e) { return e.first == event; });
+        if (it == read.events.end()) read.events.emplace_back(event, 1);
         else ++it->second;
     }
-    // The test pytest had started when the sender's first bytes came: a fork of pytest runs it.
+    return read;
+}
+
+// The test pytest had started when the sender's first bytes came: a fork of pytest runs it.
+std::string test_during(const ForeignSender& sender, std::string_view pytest_lines) {
     std::string during;
     const auto before = pytest_lines.substr(0, std::min(sender.after, pytest_lines.size()));
     for (std::size_t at = 0; at < before.size();) {
@@ -132,26 +149,35 @@ std::string foreign_record(const ForeignSender& sender, std::string_view pytest_
         if (const auto test = started_test(before.substr(at, end - at))) during = *test;
         at = end + 1;
     }
+    return during;
+}
 
+std::string foreign_reason(const ForeignSender& sender, const ForeignLines& read, const std::string& during, bool pytest_silent) {
     const auto pid = std::to_string(sender.pid);
     std::string who = sender.pid == 0         ? "a process the kernel did not name"
                       : sender.reused_pid     ? "a process that took pytest's pid " + pid + " after pytest ended"
                       : !during.empty()       ? "a process forked during " + during + " (pid " + pid + ")"
                                               : "a process forked before any test started (pid " + pid + ")";
     std::vector<std::string> kinds;  // "a start record", "2 result records"
-    std::size_t total = 0;
-    for (const auto& [event, count] : events) {
-        total += static_cast<std::size_t>(count);
+    for (const auto& [event, count] : read.events)
         kinds.push_back(count == 1 ? with_article(event) + " record" : std::to_string(count) + " " + event + " records");
-    }
+    const auto total = read.total();
     std::string what = total == 0 ? "wrote part of a record" : "wrote " + joined(kinds);
     if (sender.count > total) what += " and " + std::to_string(sender.count - total) + " more lines";
     if (total > 0 && sender.torn > 0) what += " and " + std::to_string(sender.torn) + " bytes of a torn line";
+    const auto& tests = read.tests;
     if (!tests.empty()) what += " naming " + tests.front() + (tests.size() > 1 ? " and " + std::to_string(tests.size() - 1) + " more tests" : "");
     std::string reason = who + " " + what + ": not evidence of this run";
-    if (pytest_lines.empty())  // the process evgate started sent nothing at all
+    if (pytest_silent)  // the process evgate started sent nothing at all
         reason += " (the process evgate started sent no record: a PYTHON wrapper must exec the interpreter, not start it as a child)";
+    return reason;
+}
 
+}  // namespace
+
+std::string foreign_record(const ForeignSender& sender, std::string_view pytest_lines) {
+    const auto read = read_foreign_lines(sender.lines);
+    const auto during = test_during(sender, pytest_lines);
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
@@ -159,16 +185,16 @@ std::string foreign_record(const ForeignSender& sender, std::string_view pytest_
     w.Key("pid"), w.Int(sender.pid);
     w.Key("records"), w.Uint64(sender.count);
     w.Key("events"), w.StartObject();
-    for (const auto& [event, count] : events) w.Key(event.c_str()), w.Int(count);
+    for (const auto& [event, count] : read.events) w.Key(event.c_str()), w.Int(count);
     w.EndObject();
     w.Key("tests"), w.StartArray();
-    for (const auto& t : tests) w.String(t);
+    for (const auto& t : read.tests) w.String(t);
     w.EndArray();
     w.Key("torn"), w.Uint64(sender.torn);
     w.Key("during");
     if (during.empty()) w.Null();
     else w.String(during);
-    w.Key("reason"), w.String(reason);
+    w.Key("reason"), w.String(foreign_reason(sender, read, during, pytest_lines.empty()));
     w.EndObject();
     return std::string(json.text());
 }

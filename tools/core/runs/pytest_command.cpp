@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "inputs/evidence_layout.hpp"
+
 namespace evgate {
 
 ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
@@ -27,24 +29,24 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     // reason; a suite that wants it sets it with ENVIRONMENT.
     const auto sandbox = sandbox_of(suite, log);
     std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=",
-                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / "pycache").string(),
-                                          "HOME=" + (sandbox / "home").string(), "TMPDIR=" + (sandbox / "tmp").string()};
+                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / evidence::kPycache).string(),
+                                          "HOME=" + (sandbox / evidence::kHome).string(), "TMPDIR=" + (sandbox / evidence::kTmp).string()};
     overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
     spec.environment = environment_with(overrides);
     return spec;
 }
 
 std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log) {
-    const auto dir = suite.evidence_dir / "sandbox" / log.stem();
-    std::filesystem::create_directories(dir / "home");
-    std::filesystem::create_directories(dir / "tmp");
+    const auto dir = suite.evidence_dir / evidence::kSandbox / log.stem();
+    std::filesystem::create_directories(dir / evidence::kHome);
+    std::filesystem::create_directories(dir / evidence::kTmp);
     return dir;
 }
 
 void empty_sandbox(const SuiteConfig& suite, const std::filesystem::path& log) {
     namespace fs = std::filesystem;
     const auto sandbox = sandbox_of(suite, log);
-    for (const char* name : {"home", "tmp"}) {
+    for (const char* name : {evidence::kHome, evidence::kTmp}) {
         const auto dir = sandbox / name;
         if (fs::is_symlink(dir) || !fs::is_directory(dir)) {  // a test swapped it: start over
             fs::remove_all(dir);

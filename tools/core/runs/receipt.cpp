@@ -9,9 +9,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/git_state.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 #include "inputs/pytest_config.hpp"
@@ -105,10 +107,10 @@ void add_options(rapidjson::Document& doc, const SuiteConfig& suite) {
 // (pytest_command.hpp): said here, since a test that looks for something in the user's home
 // sees none of it. A variable the suite sets with ENVIRONMENT is pinned instead.
 rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::AllocatorType& alloc) {
-    const auto dir = suite.evidence_dir / "sandbox";
+    const auto dir = suite.evidence_dir / evidence::kSandbox;
     rapidjson::Value sandbox(rapidjson::kObjectType);
     std::vector<std::string> fresh, pinned;
-    for (const auto& [variable, leaf] : {std::pair<std::string, const char*>{"HOME", "home"}, {"TMPDIR", "tmp"}}) {
+    for (const auto& [variable, leaf] : {std::pair<std::string, const char*>{"HOME", evidence::kHome}, {"TMPDIR", evidence::kTmp}}) {
         const bool pins = std::any_of(suite.environment.begin(), suite.environment.end(),
                                       [&](const std::string& e) { return e.rfind(variable + "=", 0) == 0; });
         (pins ? pinned : fresh).push_back(variable);
@@ -167,8 +169,8 @@ namespace {
 
 // One --collect-only run with the suite's command line and environment.
 rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose) {
-    const auto collect_file = suite.evidence_dir / (purpose + ".collect.json");
-    const auto log = suite.evidence_dir / "logs" / (purpose + ".log");
+    const auto collect_file = suite.evidence_dir / evidence::collection_name(purpose);
+    const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(purpose);
     fs::create_directories(log.parent_path());
     fs::remove(collect_file);
     fs::remove(log);
@@ -187,7 +189,7 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
 
 Receipt take_receipt(const SuiteConfig& suite) {
     auto doc = collect(suite, "receipt");
-    add_workspace(doc, suite, suite.evidence_dir / "git.out");
+    add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
     // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
     doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);
@@ -245,7 +247,7 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     if (receipt.exitstatus != 0 && receipt.exitstatus != 2 && receipt.exitstatus != 5)
         problems.push_back("pytest's collection ended with exit status " + std::to_string(receipt.exitstatus) +
                            (receipt.exitstatus == 3 ? " (an internal error: INTERNALERROR in " : " (see ") +
-                           (suite.evidence_dir / "logs" / "receipt.log").string() + ")");
+                           (suite.evidence_dir / evidence::kLogs / evidence::log_name("receipt")).string() + ")");
     if (const auto duplicates = duplicate_ids(receipt); !duplicates.empty())
         problems.push_back("pytest collected " + std::to_string(duplicates.size()) +
                            " node id(s) more than once (a custom collector that names two items alike?), so no run "

@@ -5,12 +5,13 @@
 
 #include <unistd.h>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/order_run.hpp"
 #include "runs/shuffle.hpp"
 #include "verdicts/triage.hpp"
 
@@ -72,8 +73,8 @@ int replay(const SuiteConfig& suite, const ReplayRequest& request, std::ostream&
         plan.seed = request.seed.value_or(0);
         plan.tests = order;
         plan.environment = request.environment;
-        plan.runs_dir = suite.evidence_dir / "replay";
-        run_plan(suite, receipt, store, plan);
+        plan.runs_dir = suite.evidence_dir / evidence::kReplay;
+        run_order(suite, receipt, store, plan);
         out << read_file(log_file(suite, plan.id));
         seen = reproduced(read_run_records(records_file(suite, plan)), order);
         out << "evgate: replay " << i << " of " << request.repeat << ": " << (seen.empty() ? "did not reproduce" : "reproduced: " + seen) << '\n';

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 
 namespace evgate {
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "io/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 
 namespace evgate {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "inputs/evidence_layout.hpp"
 #include "reports/history.hpp"
 #include "reports/history_pages.hpp"
 
@@ -23,7 +24,7 @@ void print_history(std::ostream& out, const History& history, const fs::path& di
     for (const auto& note : history.notes()) out << "note: " << note << '\n';
     std::size_t by_mtime = 0;
     for (const auto& run : runs) {
-        if (run.place.time_from == "junit.xml") continue;
+        if (run.place.time_from == evidence::kJunit) continue;
         if (by_mtime++ < kListed) out << "placed by " << run.place.time_from << ": " << run.place.source << '\n';
     }
     if (by_mtime > kListed) out << "placed by a modification time: " << by_mtime - kListed << " more\n";

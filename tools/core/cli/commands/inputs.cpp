@@ -5,8 +5,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"
@@ -64,7 +66,7 @@ int cmd_baseline(const Args& args) {
         return 77;
     }
     fs::path output = vm->count("output") ? fs::path((*vm)["output"].as<std::string>())
-                                          : suite.baseline.value_or(suite.evidence_dir / "baseline.json");
+                                          : suite.baseline.value_or(suite.evidence_dir / evidence::kBaseline);
     const auto receipt = take_receipt(suite);
     if (!receipt.errors.empty()) throw Error("collection has errors; fix them before writing a baseline: " + receipt.errors.front());
     Baseline baseline;

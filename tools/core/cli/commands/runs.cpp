@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "inputs/evidence_layout.hpp"
 #include "runs/culprits.hpp"
 #include "runs/env_manifest.hpp"
 #include "io/error.hpp"
@@ -16,7 +17,7 @@
 #include "runs/receipt.hpp"
 #include "runs/replay.hpp"
 #include "runs/rerun_planner.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/order_run.hpp"
 #include "inputs/shards.hpp"
 #include "runs/shuffle.hpp"
 
@@ -61,7 +62,8 @@ int cmd_receipt(const Args& args) {
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
     // Nor its ledger and reports: when a step of this invocation is killed before the ledger
     // step, an earlier verdict must not be left to be read as this one's.
-    for (const char* stale : {"ledger.jsonl", "report.html", "report.md", "junit.xml"}) fs::remove(suite.evidence_dir / stale);
+    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit})
+        fs::remove(suite.evidence_dir / stale);
     // The collection is a pytest process like any run: the tree is snapshotted before it, and
     // what its imports changed is put back and blocks (never taken for pristine).
     Receipt receipt;
@@ -113,7 +115,7 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
 // Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
 // is data, a suite that never started is not).
 int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
-    const auto summary = run_plan(suite, receipt, store, plan);
+    const auto summary = run_order(suite, receipt, store, plan);
     report_run(plan, summary, suite);
     if (summary.harness_ok) return 0;
     std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
@@ -151,7 +153,7 @@ int cmd_perturbed(const Args& args) {
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     FixtureStore store(suite);
     store.restore_if_pending();
-    fs::remove_all(suite.evidence_dir / "perturbed");
+    fs::remove_all(suite.evidence_dir / evidence::kPerturbed);
     const auto perturbation = choose_perturbation(suite);
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
     plan.environment = perturbation.environment;

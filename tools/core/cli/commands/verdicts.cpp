@@ -6,12 +6,14 @@
 #include <future>
 #include <iostream>
 
+#include "inputs/evidence_layout.hpp"
 #include "verdicts/ctest_entries.hpp"
 #include "runs/culprits.hpp"
 #include "io/date.hpp"
 #include "runs/discover_cache.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "verdicts/manifest_diff.hpp"
 #include "io/process.hpp"
@@ -19,7 +21,7 @@
 #include "reports/report.hpp"
 #include "reports/run_history.hpp"
 #include "inputs/runner_bundles.hpp"
-#include "runs/seed_runner.hpp"
+#include "runs/run_plan.hpp"
 #include "inputs/shards.hpp"
 #include "verdicts/verdict_store.hpp"
 
@@ -188,7 +190,7 @@ int cmd_ledger(const Args& args) {
     std::size_t runs = 0;
     const auto summary = build_and_write(suite, *vm, runs);
     print_summary(std::cout, suite.name, summary, runs);  // the gate step prints the rows
-    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     archive_if_asked(suite, std::cout);
     return 0;
 }
@@ -208,7 +210,7 @@ int cmd_gate(const Args& args) {
         summary = build_and_write(suite, *vm, runs);
     }
     const int blocked = print_gate(std::cout, suite.name, summary, runs);
-    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / "report.html").string() << '\n';
+    std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     print_measurements(std::cout, summary, suite);
     return blocked > 0 ? 1 : 0;
 }

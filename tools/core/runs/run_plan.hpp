@@ -1,6 +1,5 @@
-// Running one order of the suite: pytest under the plugin, leases checked per test, groups
-// restored after every process, and a fresh process for the rest of the order when the
-// interpreter dies, so one crash does not blind the rest.
+// What one run is to run (its plan), where its files go in a runs folder, and the runs of an
+// evidence directory read back: a plan file and the records beside it per run.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +10,9 @@
 
 #include <rapidjson/document.h>
 
-#include "fixtures/fixture_store.hpp"
-#include "runs/receipt.hpp"
-#include "runs/run_records.hpp"
+#include "fixtures/shared_tree.hpp"
 #include "inputs/suite_config.hpp"
+#include "runs/run_records.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {
@@ -30,15 +28,6 @@ struct RunPlan {
     std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
     TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
     std::string lease;                     // the lease token it ran under, in the plan file
-};
-
-struct RunSummary {
-    bool complete = false;     // every planned test has a result or was interrupted
-    bool harness_ok = true;    // false: pytest never ran the tests (usage or collection failure)
-    int processes = 0;
-    std::size_t results = 0, failed = 0;  // tests with a result, and those failed or in error
-    std::vector<std::string> interrupted;
-    std::string note;
 };
 
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);
@@ -72,7 +61,5 @@ LoadedRun load_run(const std::filesystem::path& plan_file, const RunReader& read
 // A run that finished under another receipt than `receipt_id` gets that as its problem.
 void check_receipt(LoadedRun& run, const std::string& receipt_id);
 std::filesystem::path records_beside(const std::filesystem::path& plan_file);
-
-RunSummary run_plan(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan);
 
 }  // namespace evgate

@@ -1,0 +1,141 @@
+// The source tree outside the fixture groups: put back, kept, new files named, collections recorded.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <rapidjson/document.h>
+
+#include "io/error.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "runs/receipt.hpp"
+#include "fixture_project.hpp"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using namespace evgate;
+using evgate::test::Env;
+using evgate::test::Project;
+using evgate::test::mode_of;
+
+TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod are put back and kept, new files named and left",
+          "[store]") {
+    Project p("data: data/*\n");
+    p.write("data/a.txt", "pristine\n");
+    p.write("README.txt", "the project\n");
+    p.write("docs/guide.md", "guide\n");
+    p.write("src/tool.py", "print('tool')\n");
+    p.write(".hidden/cache", "not guarded outside git\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    std::string token;
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.3");
+        token = lease.token();
+        p.write("README.txt", "edited by a test\n");
+        fs::remove(p.root / "docs/guide.md");
+        fs::permissions(p.root / "src/tool.py", static_cast<fs::perms>(0600));
+        p.write("notes/left.txt", "a file a test left\n");
+        p.write("scratch.db", "created and deleted again\n");
+        fs::remove(p.root / "scratch.db");
+        p.write(".hidden/new", "inside a hidden directory\n");
+        CHECK(lease.restore().empty());  // nothing in the groups
+    }
+    CHECK(p.read("README.txt") == "the project\n");
+    CHECK(p.read("docs/guide.md") == "guide\n");
+    CHECK(mode_of(p.root / "src/tool.py") == "0644");
+    CHECK(p.read("notes/left.txt") == "a file a test left\n");  // never removed: a user's editor may have saved it
+    const auto found = store.findings({{token, "seed.3"}});
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].check == "tree:seed.3");
+    CHECK_THAT(found[0].reason, Catch::StartsWith("seed.3 changed README.txt, docs/guide.md, src/tool.py in the source tree, "
+                                                  "outside every fixture group; restored (what it replaced is kept in "));
+    CHECK(found[0].dirty == std::vector<std::string>{"(source tree)"});
+    CHECK(found[1].check == "tree:left");
+    CHECK_THAT(found[1].reason, Catch::Contains("notes/left.txt (after seed.3)") && !Catch::Contains("scratch.db") &&
+                                    !Catch::Contains(".hidden") && Catch::Contains(p.root.string()));
+    const auto kept = found[0].reason.substr(found[0].reason.find("kept in ") + 8);
+    CHECK(Project::slurp(fs::path(kept.substr(0, kept.size() - 1)) / "README.txt") == "edited by a test\n");
+    fs::remove_all(p.root / "notes");  // deleted again before the ledger: it was scratch after all
+    CHECK(store.findings({{token, "seed.3"}}).size() == 1);
+    Receipt receipt;
+    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
+}
+
+TEST_CASE("a run whose tests only create and delete scratch files beside the sources touched the tree", "[store]") {
+    Project p("data: data/*\n");
+    p.write("data/a.txt", "pristine\n");
+    p.write("tests/test_x.py", "\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    std::string scratch, quiet;
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.1");
+        scratch = lease.token();
+        p.write("tool_temp/config.ini", "[scratch]\n");
+        fs::remove_all(p.root / "tool_temp");
+        lease.restore();
+    }
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.2");
+        quiet = lease.token();
+        lease.restore();
+    }
+    CHECK(store.findings({{scratch, "seed.1"}}).empty());  // nothing left, nothing to restore
+    const auto spans = read_spans(p.root);
+    const auto touched = [&](const std::string& token) {
+        return std::any_of(spans.begin(), spans.end(), [&](const RunSpan& s) { return s.token == token && s.touched; });
+    };
+    CHECK(touched(scratch));  // runs beside it may have seen its scratch files
+    CHECK_FALSE(touched(quiet));
+}
+
+TEST_CASE("a collection that writes at import is put back, recorded for the gate, and never taken for pristine", "[store]") {
+    Project p("data: data/*\n");
+    p.write("data/state.txt", "pristine\n");
+    p.write("README.txt", "the project\n");
+    FixtureStore store(p.suite);
+    const auto report = store.guard_collection("discovery", "collection at ctest start (discovery)", [&] {
+        p.write("data/state.txt", "written at import\n");
+        p.write("README.txt", "also written at import\n");
+        p.write("generated.txt", "left by the collection\n");
+    });
+    CHECK(report.changed());
+    CHECK(p.read("data/state.txt") == "pristine\n");
+    CHECK(p.read("README.txt") == "the project\n");
+    auto found = store.findings({});
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].check == "tree:discovery");
+    CHECK_THAT(found[0].reason, Catch::StartsWith("collection at ctest start (discovery) changed fixture group 'data' "
+                                                  "(restored data/state.txt) and README.txt in the source tree, outside "
+                                                  "every fixture group, outside any test; restored"));
+    CHECK(found[0].dirty == std::vector<std::string>{"data", "(source tree)"});
+    CHECK_THAT(found[1].reason, Catch::Contains("generated.txt (after collection at ctest start (discovery))"));
+    // The next snapshot's pristine is the committed content, not what the import wrote.
+    store.snapshot();
+    p.write("data/state.txt", "polluted\n");
+    store.restore();
+    CHECK(p.read("data/state.txt") == "pristine\n");
+    // A collection that throws is guarded the same way.
+    CHECK_THROWS(store.guard_collection("receipt", "collection (receipt)", [&] {
+        p.write("data/state.txt", "written, then the collection failed\n");
+        throw Error("pytest collection did not complete");
+    }));
+    CHECK(p.read("data/state.txt") == "pristine\n");
+    // A clean collection replaces its earlier record.
+    store.guard_collection("discovery", "collection at ctest start (discovery)", [] {});
+    found = store.findings({});
+    CHECK(std::none_of(found.begin(), found.end(), [](const TreeFinding& f) { return f.check == "tree:discovery"; }));
+    CHECK(std::any_of(found.begin(), found.end(), [](const TreeFinding& f) { return f.check == "tree:receipt"; }));
+}

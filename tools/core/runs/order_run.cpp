@@ -1,0 +1,323 @@
+#include "runs/order_run.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include <sys/stat.h>
+
+#include "inputs/evidence_layout.hpp"
+#include "io/atomic_file.hpp"
+#include "io/error.hpp"
+#include "io/json_io.hpp"
+#include "runs/process_checks.hpp"
+#include "runs/pytest_command.hpp"
+#include "runs/record_channel.hpp"
+#include "runs/run_records.hpp"
+
+namespace fs = std::filesystem;
+
+namespace evgate {
+namespace {
+
+// Interpreter deaths one run survives before it gives up on the rest of its order.
+constexpr int kMaxProcesses = 16;
+
+void write_order(const fs::path& file, const std::vector<std::string>& tests) {
+    std::string text;
+    for (const auto& id : tests) text += json_string(id) + "\n";
+    write_file_atomic(file, text);
+}
+
+std::string interrupted_record(const std::string& test, const std::string& reason) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("interrupted");
+    w.Key("test"), w.String(test);
+    w.Key("reason"), w.String(reason);
+    w.EndObject();
+    return std::string(json.text());
+}
+
+std::string finished_record(const RunSummary& summary, const std::string& receipt_id) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("finished");
+    w.Key("complete"), w.Bool(summary.complete);
+    w.Key("receipt"), w.String(receipt_id);
+    w.Key("processes"), w.Int(summary.processes);
+    w.Key("note"), w.String(summary.note);
+    w.EndObject();
+    return std::string(json.text());
+}
+
+// The groups this process's records say changed: in its tests, declared or not, and outside them.
+std::set<std::string> reported_changes(const RunRecords& process) {
+    std::set<std::string> groups(process.changed_outside.begin(), process.changed_outside.end());
+    for (const auto& [test, result] : process.results) {
+        groups.insert(result.changed.begin(), result.changed.end());
+        groups.insert(result.dirty.begin(), result.dirty.end());
+    }
+    return groups;
+}
+
+// Groups the restore had to put back that no record of the process reported changing.
+std::vector<std::string> unreported(const std::vector<FixtureChange>& put_back, const std::set<std::string>& reported) {
+    std::set<std::string> groups;
+    for (const auto& change : put_back)
+        if (!reported.count(change.group)) groups.insert(change.group);
+    return {groups.begin(), groups.end()};
+}
+
+std::string quoted(const std::vector<std::string>& groups) {
+    std::string out;
+    for (const auto& g : groups) out += (out.empty() ? "'" : ", '") + g + "'";
+    return out;
+}
+
+// The order a process was given, without what it did not collect (those have no result: the
+// gate says so), as the tests it started must follow it.
+std::vector<std::string> collected_part(const std::vector<std::string>& order, const RunRecords& process) {
+    if (process.sessions.empty() || process.sessions.front().absent.empty()) return order;
+    const std::set<std::string> absent(process.sessions.front().absent.begin(), process.sessions.front().absent.end());
+    std::vector<std::string> out;
+    for (const auto& test : order)
+        if (!absent.count(test)) out.push_back(test);
+    return out;
+}
+
+// When the lease file was written: the snapshot that listed the groups from the tree as it was.
+// Files whose ctime is older are unchanged since; never later than now.
+std::int64_t listed_ns(const FixtureStore& store) {
+    struct stat st {};
+    const auto now = wall_clock_ns();
+    if (::stat(store.lease_file().c_str(), &st) != 0) return now;
+    return std::min(now, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
+}
+
+std::size_t results_in(std::string_view lines) {
+    std::size_t n = 0;
+    for (auto at = lines.find("\"event\":\"result\""); at != std::string_view::npos; at = lines.find("\"event\":\"result\"", at + 1)) ++n;
+    return n;
+}
+
+// The tests of `plan` after `position` that have no result yet.
+std::vector<std::string> rest_of(const RunPlan& plan, std::size_t position, const RunRecords& records) {
+    std::vector<std::string> rest;
+    for (std::size_t i = position + 1; i < plan.tests.size(); ++i)
+        if (records.results.count(plan.tests[i]) == 0) rest.push_back(plan.tests[i]);
+    return rest;
+}
+
+// What one run holds while its order runs: the files it writes and the lease on the tree.
+struct OrderSetup {
+    const SuiteConfig& suite;
+    const Receipt& receipt;
+    FixtureStore& store;
+    const RunPlan& plan;
+    fs::path order;  // the rest of the order, for the next process
+    fs::path log;
+    RecordsFile& records;
+    FixtureStore::Lease& lease;
+};
+
+// The order, process after process, until every test has run, the order was given up, or
+// pytest could not run it.
+class OrderRun {
+public:
+    explicit OrderRun(OrderSetup setup)
+        : at_(std::move(setup)), source_(at_.records.path().string()), verified_ns_(listed_ns(at_.store)), remaining_(at_.plan.tests) {}
+
+    RunSummary run() {
+        while (!remaining_.empty())
+            if (!one_process()) break;
+        return finish();
+    }
+
+private:
+    bool one_process();
+    ProcessSpec pytest_spec(RecordChannel& channel) const;
+    [[noreturn]] void stop(const ProcessResult& result);
+    void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
+    bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
+    bool carry_on(const RunRecords& process, const ProcessResult& result);
+    std::size_t mark_interrupted(const RunRecords& process, const ProcessResult& result);
+    RunSummary finish();
+
+    const OrderSetup at_;
+    const std::string source_;
+    // A time after which every change to the groups shows in a file's ctime, and before which
+    // they were as listed: the plugin looks again at what changed since, so a change made
+    // before its leases start (a conftest imported at start-up) is seen. For the first process,
+    // when the groups were listed (the snapshot); then, the restore check after each process.
+    std::int64_t verified_ns_;
+    RunSummary summary_;
+    std::vector<std::string> remaining_;
+    RunRecords seen_;
+    ProcessResult last_;
+    bool scanning_ = false;  // leases by stat scan: the change notifications missed a change
+    std::string lease_note_;
+    std::size_t results_ = 0;
+};
+
+// One pytest process over the rest of the order; false when the order is over.
+bool OrderRun::one_process() {
+    write_order(at_.order, remaining_);
+    std::string lines;  // this process's records, as pytest sent them
+    RecordChannel channel([&](std::string_view whole) {
+        at_.records.append(whole);
+        lines.append(whole);
+        results_ += results_in(whole);
+    });
+    const auto result = run_process(pytest_spec(channel));
+    last_ = result;
+    ++summary_.processes;
+    verified_ns_ = wall_clock_ns();
+    const auto put_back = at_.lease.restore();
+    if (result.stopped != 0) stop(result);
+    record_channel_trouble(channel, lines);
+    const auto process = parse_run_records(lines, source_);
+    if (order_again(put_back, process)) return true;
+    if (const auto diverged = order_divergence(collected_part(remaining_, process), process.started))
+        at_.records.append_record(reason_record("order", *diverged));
+    if (const auto problem = exit_status_problem(process, result)) at_.records.append_record(reason_record("status", *problem));
+    return carry_on(process, result);
+}
+
+ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
+    const auto& plan = at_.plan;
+    std::vector<std::string> args = {"--evidence-gate-channel=" + std::to_string(channel.child_end()),
+                                     "--evidence-gate-run=" + plan.id,
+                                     "--evidence-gate-seed=" + std::to_string(plan.seed),
+                                     "--evidence-gate-order=" + at_.order.string()};
+    if (!at_.store.empty()) {
+        args.push_back("--evidence-gate-groups=" + at_.store.lease_file().string());
+        args.push_back("--evidence-gate-verified-ns=" + std::to_string(verified_ns_));
+    }
+    if (scanning_) args.push_back("--evidence-gate-lease=scan");
+
+    auto spec = pytest_process(at_.suite, args, at_.log);
+    spec.environment = environment_with(std::move(spec.environment), plan.environment);
+    spec.cpus = plan.cpus;
+    spec.channel = &channel;
+    spec.return_when_stopped = true;  // the restore comes first
+    spec.progress = [this](std::chrono::milliseconds elapsed) {  // a long run says where it is
+        std::cout << "evgate: " << at_.suite.name << ": " << at_.plan.id << ": " << results_ << " of "
+                  << at_.plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
+    };
+    return spec;
+}
+
+void OrderRun::stop(const ProcessResult& result) {
+    summary_.note = result.describe() + " while pytest ran; its processes were killed and the fixture groups restored";
+    at_.records.finish(finished_record(summary_, at_.receipt.id));
+    fs::remove(at_.order);
+    throw Stopped(result.stopped);
+}
+
+void OrderRun::record_channel_trouble(const RecordChannel& channel, const std::string& lines) {
+    if (!channel.pytest_tail().empty())
+        at_.records.append_record("{\"event\":\"torn\",\"bytes\":" + std::to_string(channel.pytest_tail().size()) + "}");
+    // Only the process evgate started speaks for the run; what others sent is reported.
+    for (const auto& sender : channel.foreign()) at_.records.append_record(foreign_record(sender, lines));
+}
+
+// The restore checks what the records reported. Change notifications miss a write through a
+// memory mapping kept open: then the order runs again, from its start, with stat scans, which
+// see it in the test that made it (true: it starts again). What the scans do not see either was
+// changed after pytest's session ended.
+bool OrderRun::order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process) {
+    const auto reported = reported_changes(process);
+    if (!reported.empty()) at_.lease.touched();
+    const auto missed = unreported(put_back, reported);
+    if (missed.empty()) return false;
+    const bool notified = !process.sessions.empty() && process.sessions.front().lease == "inotify";
+    if (notified && !scanning_) {
+        scanning_ = true;
+        lease_note_ = "the change notifications missed a change to " + quoted(missed) + "; the order ran again with stat scans";
+        at_.records.clear();
+        seen_ = RunRecords{};
+        remaining_ = at_.plan.tests;
+        summary_ = RunSummary{};
+        results_ = 0;
+        return true;
+    }
+    at_.records.append_record(outside_record("exit", missed));
+    lease_note_ += (lease_note_.empty() ? "" : "; ") + quoted(missed) + " changed after pytest's session ended";
+    return false;
+}
+
+// After a process: whether the rest of the order gets a fresh one.
+bool OrderRun::carry_on(const RunRecords& process, const ProcessResult& result) {
+    if (process.sessions.empty()) {  // pytest never reached our session record
+        summary_.harness_ok = false;
+        summary_.note = "pytest did not start the tests (" + describe_pytest(result) + "); see " + at_.log.string();
+        seen_ = parse_run_records(at_.records.text(), source_);
+        return false;
+    }
+    const auto position = mark_interrupted(process, result);
+    seen_ = parse_run_records(at_.records.text(), source_);
+    if (position == at_.plan.tests.size()) {
+        if (process.processes_ended == 0) summary_.note = "pytest died outside any test (" + describe_pytest(result) + "); see " + at_.log.string();
+        return false;
+    }
+    remaining_ = rest_of(at_.plan, position, seen_);
+    if (summary_.processes >= kMaxProcesses && !remaining_.empty()) {
+        summary_.note = "gave up after " + std::to_string(kMaxProcesses) + " interpreter deaths; " +
+                        std::to_string(remaining_.size()) + " tests did not run";
+        return false;
+    }
+    return true;
+}
+
+// The interpreter died, or pytest stopped (an INTERNALERROR, pytest.exit) inside a test: that
+// test is interrupted, and the rest of the order runs afresh. Returns its position in the plan
+// (the plan's size when no test was cut short).
+std::size_t OrderRun::mark_interrupted(const RunRecords& process, const ProcessResult& result) {
+    const auto& tests = at_.plan.tests;
+    for (auto it = process.started.rbegin(); it != process.started.rend(); ++it) {
+        if (process.results.count(*it) != 0) continue;
+        at_.records.append_record(interrupted_record(*it, describe_pytest(result)));
+        summary_.interrupted.push_back(*it);
+        return static_cast<std::size_t>(std::find(tests.begin(), tests.end(), *it) - tests.begin());
+    }
+    return tests.size();
+}
+
+RunSummary OrderRun::finish() {
+    const auto& tests = at_.plan.tests;
+    const std::set<std::string> interrupted(summary_.interrupted.begin(), summary_.interrupted.end());
+    summary_.complete = summary_.harness_ok && std::all_of(tests.begin(), tests.end(), [&](const std::string& t) {
+        return seen_.results.count(t) != 0 || interrupted.count(t) != 0;
+    });
+    summary_.results = seen_.results.size();
+    for (const auto& [test, result] : seen_.results) summary_.failed += outcome_class(result.outcome) == "fail";
+    if (!summary_.complete && summary_.note.empty())
+        summary_.note = "some planned tests have no result (" + describe_pytest(last_) + "); see " + at_.log.string();
+    if (!lease_note_.empty()) summary_.note = lease_note_ + (summary_.note.empty() ? "" : "; " + summary_.note);
+    at_.records.finish(finished_record(summary_, at_.receipt.id));
+    fs::remove(at_.order);
+    return summary_;
+}
+
+}  // namespace
+
+RunSummary run_order(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+    const auto dir = plan.runs_dir.empty() ? suite.runs_dir() : plan.runs_dir;
+    const auto log = log_file(suite, plan.id);
+    fs::create_directories(dir);
+    fs::create_directories(log.parent_path());
+    fs::remove(log);
+    empty_sandbox(suite, log);
+    // evgate writes the records itself, from what pytest sends on its channel.
+    RecordsFile records(records_file(suite, plan));
+    FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore
+    RunPlan written = plan;
+    written.lease = lease.token();
+    write_plan(dir / evidence::plan_name(plan.id), written);
+    return OrderRun({suite, receipt, store, plan, dir / evidence::order_name(plan.id), log, records, lease}).run();
+}
+
+}  // namespace evgate
