@@ -150,141 +150,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 #]=======================================================================]
 
 include_guard(GLOBAL)
-
-# Quote `value` as a JSON string.
-function(_evidence_gate_json_string out value)
-  string(REPLACE "\\" "\\\\" value "${value}")
-  string(REPLACE "\"" "\\\"" value "${value}")
-  string(REPLACE "\n" "\\n" value "${value}")
-  string(REPLACE "\r" "\\r" value "${value}")
-  string(REPLACE "\t" "\\t" value "${value}")
-  set(${out} "\"${value}\"" PARENT_SCOPE)
-endfunction()
-
-# `value` as one element of a CMake list: a ';' in a path must not split it.
-function(_evidence_gate_list_item out value)
-  string(REPLACE ";" "\\;" value "${value}")
-  set(${out} "${value}" PARENT_SCOPE)
-endfunction()
-
-function(_evidence_gate_json_list out)
-  set(items "")
-  foreach(item IN LISTS ARGN)
-    _evidence_gate_json_string(quoted "${item}")
-    list(APPEND items "${quoted}")
-  endforeach()
-  list(JOIN items ", " joined)
-  set(${out} "[${joined}]" PARENT_SCOPE)
-endfunction()
-
-# Does `python` import pytest? Sets <out> to pytest's version, or empty.
-function(_evidence_gate_pytest_version out python)
-  execute_process(COMMAND "${python}" -c "import pytest; print(pytest.__version__)"
-                  RESULT_VARIABLE failed OUTPUT_VARIABLE version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(failed)
-    set(version "")
-  endif()
-  set(${out} "${version}" PARENT_SCOPE)
-endfunction()
-
-# The interpreter for a suite: PYTHON, then Python3_EXECUTABLE, then the first candidate
-# that can import pytest (on Debian the first python3 on PATH may lack it).
-function(_evidence_gate_find_python out explicit)
-  if(explicit)
-    set(candidates "${explicit}")
-  elseif(Python3_EXECUTABLE)
-    set(candidates "${Python3_EXECUTABLE}")
-  else()
-    get_property(known GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON)
-    if(known)
-      set(${out} "${known}" PARENT_SCOPE)
-      return()
-    endif()
-    find_program(on_path NAMES python3 python NO_CACHE)
-    set(candidates ${on_path} /usr/bin/python3 /usr/local/bin/python3)
-    list(REMOVE_DUPLICATES candidates)
-  endif()
-  foreach(python IN LISTS candidates)
-    _evidence_gate_pytest_version(version "${python}")
-    if(version)
-      message(STATUS "EvidenceGate: using ${python} (pytest ${version})")
-      if(NOT explicit AND NOT Python3_EXECUTABLE)
-        set_property(GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON "${python}")
-      endif()
-      set(${out} "${python}" PARENT_SCOPE)
-      return()
-    endif()
-  endforeach()
-  list(JOIN candidates "', '" tried)
-  message(FATAL_ERROR
-    "EvidenceGate: no Python interpreter that can import pytest.\n"
-    "  Tried: '${tried}'\n"
-    "  Install pytest for one of them (on Debian: apt-get install python3-pytest), "
-    "or name one with PYTHON or Python3_EXECUTABLE.")
-endfunction()
-
-# A path argument relative to ROOT that must exist.
-function(_evidence_gate_existing_path out keyword value root)
-  cmake_path(ABSOLUTE_PATH value BASE_DIRECTORY "${root}" NORMALIZE OUTPUT_VARIABLE path)
-  if(NOT EXISTS "${path}")
-    message(FATAL_ERROR "evidence_gate_add_suite(): ${keyword} does not exist:\n  Path: '${path}'")
-  endif()
-  set(${out} "${path}" PARENT_SCOPE)
-endfunction()
-
-function(_evidence_gate_check_integer keyword value)
-  if(NOT value MATCHES "^[0-9]+$")
-    message(FATAL_ERROR "evidence_gate_add_suite(): ${keyword} must be a whole number, not \"${value}\"")
-  endif()
-endfunction()
-
-# At configure time, when the tool is already built (an installed package), validate the
-# suite's input files now instead of at test time.
-function(_evidence_gate_check_inputs suite_file)
-  get_target_property(imported EvidenceGate::evgate IMPORTED)
-  if(NOT imported)
-    return()
-  endif()
-  get_target_property(configs EvidenceGate::evgate IMPORTED_CONFIGURATIONS)
-  list(GET configs 0 config)
-  get_target_property(tool EvidenceGate::evgate IMPORTED_LOCATION_${config})
-  if(NOT EXISTS "${tool}")
-    return()
-  endif()
-  execute_process(COMMAND "${tool}" check "--suite=${suite_file}"
-                  RESULT_VARIABLE failed OUTPUT_QUIET ERROR_VARIABLE message)
-  if(failed)
-    string(STRIP "${message}" message)
-    message(FATAL_ERROR "${message}")
-  endif()
-endfunction()
-
-# One CTest entry per pytest test, registered by ctest itself before it runs (as
-# gtest_discover_tests does in PRE_TEST mode), so new tests appear without re-running CMake.
-# `evgate discover` collects only when what collection depends on changed since it last did;
-# each entry runs evgate-verdict, which prints the test's row from the ledger step's store.
-function(_evidence_gate_discover_tests name suite_file evidence_dir)
-  set(entries "${evidence_dir}/ctest-entries.cmake")
-  set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_evidence_entries.cmake")
-  file(GENERATE OUTPUT "${include_file}" CONTENT "\
-set(tool [==[$<TARGET_FILE:EvidenceGate::evgate>]==])
-if(NOT EXISTS \"\${tool}\")
-  add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])
-  set_tests_properties([==[${name}_NOT_BUILT]==] PROPERTIES TIMEOUT 60)
-  return()
-endif()
-execute_process(COMMAND \"\${tool}\" discover [==[--suite=${suite_file}]==] [==[--output=${entries}]==]
-                RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_VARIABLE output)
-if(failed)
-  add_test([==[${name}.discover]==] [==[${CMAKE_COMMAND}]==] -E echo \"\${output}\")
-  set_tests_properties([==[${name}.discover]==] PROPERTIES WILL_FAIL TRUE LABELS [==[evidence;${name}]==] TIMEOUT 60)
-else()
-  include([==[${entries}]==])
-endif()
-")
-  _evidence_gate_list_item(include_item "${include_file}")
-  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_item}")
-endfunction()
+# Quoting, the interpreter, argument checks and the per-test entries: beside this file.
+include("${CMAKE_CURRENT_LIST_DIR}/EvidenceGateHelpers.cmake")
 
 function(evidence_gate_add_suite name)
   set(options "")
@@ -292,6 +159,7 @@ function(evidence_gate_add_suite name)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
+  # What is not understood is rejected, never ignored: a typo must not pass for a default.
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "Unknown keywords given to evidence_gate_add_suite(): \"${arg_UNPARSED_ARGUMENTS}\"")
   endif()
@@ -313,10 +181,17 @@ function(evidence_gate_add_suite name)
   endif()
   set_property(DIRECTORY APPEND PROPERTY _EVIDENCE_GATE_SUITES "${name}")
 
-  # One default per keyword.
-  if(NOT DEFINED arg_ROOT)
-    set(arg_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
-  endif()
+  # One default per keyword, as the documentation above gives them (ROOT is relative to
+  # CMAKE_CURRENT_SOURCE_DIR: `.` is that directory, whatever its path holds).
+  set(defaults ROOT . SEEDS 8 RERUNS 2 LOCALISE 30 BASELINE_TOLERANCE 0 TIMEOUT 600 PERTURB ON PER_TEST ON)
+  while(defaults)
+    list(POP_FRONT defaults keyword default)
+    if(NOT DEFINED arg_${keyword})
+      set(arg_${keyword} "${default}")
+    endif()
+  endwhile()
+
+  # Every value checked, in CMake's words; paths other than ROOT are relative to ROOT.
   cmake_path(ABSOLUTE_PATH arg_ROOT BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE root)
   string(REGEX REPLACE "(.)/$" "\\1" root "${root}")
   if(NOT IS_DIRECTORY "${root}")
@@ -326,34 +201,13 @@ function(evidence_gate_add_suite name)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
   endforeach()
-  if(NOT DEFINED arg_SEEDS)
-    set(arg_SEEDS 8)
-  endif()
-  _evidence_gate_check_integer(SEEDS "${arg_SEEDS}")
-  if(NOT DEFINED arg_RERUNS)
-    set(arg_RERUNS 2)
-  endif()
-  _evidence_gate_check_integer(RERUNS "${arg_RERUNS}")
-  if(NOT DEFINED arg_LOCALISE)
-    set(arg_LOCALISE 30)
-  endif()
-  _evidence_gate_check_integer(LOCALISE "${arg_LOCALISE}")
-  if(NOT DEFINED arg_BASELINE_TOLERANCE)
-    set(arg_BASELINE_TOLERANCE 0)
-  endif()
-  _evidence_gate_check_integer(BASELINE_TOLERANCE "${arg_BASELINE_TOLERANCE}")
-  if(NOT DEFINED arg_TIMEOUT)
-    set(arg_TIMEOUT 600)
-  endif()
-  _evidence_gate_check_integer(TIMEOUT "${arg_TIMEOUT}")
+  foreach(number SEEDS RERUNS LOCALISE BASELINE_TOLERANCE TIMEOUT)
+    if(NOT arg_${number} MATCHES "^[0-9]+$")
+      message(FATAL_ERROR "evidence_gate_add_suite(): ${number} must be a whole number, not \"${arg_${number}}\"")
+    endif()
+  endforeach()
   if(arg_TIMEOUT EQUAL 0)
     message(FATAL_ERROR "evidence_gate_add_suite(): TIMEOUT must be at least 1 second")
-  endif()
-  if(NOT DEFINED arg_PERTURB)
-    set(arg_PERTURB ON)
-  endif()
-  if(NOT DEFINED arg_PER_TEST)
-    set(arg_PER_TEST ON)
   endif()
   foreach(switch PERTURB PER_TEST)
     if(NOT arg_${switch} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")

@@ -39,3 +39,27 @@ def test_configure_fails_with_a_message_naming_the_fault(case, tmp_path, build_d
         f"stderr of {case} does not match {expected!r} (whitespace folded):\n{result.stderr}")
     assert "CMake Error" in result.stderr and "evidence_gate_add_suite" in result.stderr, (
         f"the error must point at the consumer's evidence_gate_add_suite() call:\n{result.stderr}")
+
+
+def test_the_module_documents_every_keyword_and_its_default():
+    """The reST block atop EvidenceGate.cmake is the reference: every keyword the function
+    parses is in the synopsis and has a paragraph giving its default, and the defaults the
+    function sets are the documented ones."""
+    text = (REPO / "modules" / "EvidenceGate.cmake").read_text()
+    doc = text[:text.index("#]=====")]
+    code = text[text.index("function(evidence_gate_add_suite"):]
+    keywords = [kw for kind in ("one_value", "multi_value")
+                for kw in re.search(rf"set\({kind} ([A-Z_ ]+)\)", code).group(1).split()]
+    assert len(keywords) >= 17, keywords
+    synopsis = doc[doc.index(".. code-block:: cmake"):doc.index("Registers the CTest tests")]
+    paragraphs = dict(re.findall(r"\n  ``([A-Z_]+)[^`\n]*``\n((?:    .*\n)+)", doc))
+    for keyword in keywords:
+        assert f"[{keyword} " in synopsis, f"{keyword} is missing from the synopsis:\n{synopsis}"
+        assert keyword in paragraphs, f"{keyword} has no paragraph in the module's documentation"
+        assert "Default:" in paragraphs[keyword], f"the paragraph of {keyword} does not give its default"
+    defaults = re.search(r"set\(defaults ([^)]*)\)", code).group(1).split()
+    assert len(defaults) % 2 == 0 and set(defaults[::2]) <= set(keywords), defaults
+    for keyword, value in zip(defaults[::2], defaults[1::2]):
+        documented = "CMAKE_CURRENT_SOURCE_DIR" if value == "." else value  # ROOT: relative to it
+        assert re.search(rf"Default: (``)?{re.escape(documented)}\b", paragraphs[keyword]), (
+            f"{keyword} defaults to {value}, its paragraph says otherwise:\n{paragraphs[keyword]}")

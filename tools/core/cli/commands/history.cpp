@@ -44,24 +44,23 @@ void print_history(std::ostream& out, const History& history, const fs::path& di
 
 }  // namespace
 
-int cmd_history(const Args& args) {
-    po::options_description options(
-        "history [--out DIR] <evidence dir | ledger.jsonl | directory of them>...: every test's verdicts over many "
-        "runs, tests ranked by flips (exit 1 when no run could be read)");
-    options.add_options()("out", po::value<std::string>()->default_value("."), "where history.json, .md and .html go")(
+void history_options(Options& accepted) {
+    accepted.named.add_options()("out", po::value<std::string>()->default_value("."), "where history.json, .md and .html go")(
         "suite", po::value<std::string>()->default_value(""),
         "the suite of ledgers without a receipt beside them (default: the one suite the receipts name)")(
         "threads", po::value<std::size_t>()->default_value(0), "ledgers read side by side (default: one per core, at most 4)")(
         "input", po::value<std::vector<std::string>>()->required(), "evidence directories, ledgers, directories of them");
-    po::positional_options_description positional;
-    positional.add("input", -1);
-    auto vm = parse("history", args, options, positional);
-    if (!vm) return 0;
-    HistoryOptions history_options;
-    history_options.suite = (*vm)["suite"].as<std::string>();
-    history_options.threads = (*vm)["threads"].as<std::size_t>();
-    const auto history = read_history((*vm)["input"].as<std::vector<std::string>>(), history_options);
-    const fs::path dir = (*vm)["out"].as<std::string>();
+    accepted.operands.add("input", -1);
+    accepted.synopsis = "<evidence dir | ledger.jsonl | directory of them>...";
+}
+
+// Exit 1 when no run could be read.
+int cmd_history(Invocation& in) {
+    HistoryOptions options;
+    options.suite = in.get<std::string>("suite");
+    options.threads = in.get<std::size_t>("threads");
+    const auto history = read_history(in.get<std::vector<std::string>>("input"), options);
+    const fs::path dir = in.get<std::string>("out");
     write_history_pages(dir, history);
     print_history(std::cout, history, dir);
     return history.runs().empty() ? 1 : 0;

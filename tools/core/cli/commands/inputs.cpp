@@ -42,31 +42,39 @@ std::size_t validate_inputs(const SuiteConfig& suite) {
     return store.groups().size();
 }
 
-int cmd_check(const Args& args) {
-    auto options = suite_options("check: validate the suite's input files");
-    auto vm = parse("check", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+void baseline_options(Options& accepted) {
+    accepted.named.add_options()("output", po::value<std::string>(), "where to write it (default: the suite's BASELINE)")(
+        "when-requested", "write only when EVIDENCE_GATE_UPDATE_BASELINE=1 is set (else exit 77: skipped)");
+}
+
+void restore_options(Options& accepted) {
+    accepted.named.add_options()("pending", "only complete the restores that killed runs left pending, keeping what they "
+                                            "replace (the <name>.restore step, run by CTest after every other step)");
+}
+
+void diff_options(Options& accepted) {
+    accepted.named.add_options()("manifest", po::value<std::vector<std::string>>(), "the two manifests, local then runner");
+    accepted.operands.add("manifest", 2);
+    accepted.synopsis = "<local.json> <runner.json>";
+}
+
+int cmd_check(Invocation& in) {
+    const auto& suite = in.suite();
     const auto groups = validate_inputs(suite);
     std::cout << "evgate: " << suite.name << ": inputs are valid (" << groups << " fixture groups)\n";
     return 0;
 }
 
-int cmd_baseline(const Args& args) {
-    auto options = suite_options("baseline: write the collection baseline from a fresh collection");
-    options.add_options()("output", po::value<std::string>(), "where to write it (default: the suite's BASELINE)")(
-        "when-requested", "write only when EVIDENCE_GATE_UPDATE_BASELINE=1 is set (else exit 77: skipped)");
-    auto vm = parse("baseline", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_baseline(Invocation& in) {
+    const auto& suite = in.suite();
     const char* requested = std::getenv("EVIDENCE_GATE_UPDATE_BASELINE");
-    if (vm->count("when-requested") && (requested == nullptr || std::string(requested) != "1")) {
+    if (in.has("when-requested") && (requested == nullptr || std::string(requested) != "1")) {
         std::cout << "evgate: " << suite.name << ": not writing the baseline; run EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '"
                   << suite.name << "\\.baseline-update' to write it\n";
         return 77;
     }
-    fs::path output = vm->count("output") ? fs::path((*vm)["output"].as<std::string>())
-                                          : suite.baseline.value_or(suite.evidence_dir / evidence::kBaseline);
+    fs::path output = in.has("output") ? fs::path(in.get<std::string>("output"))
+                                       : suite.baseline.value_or(suite.evidence_dir / evidence::kBaseline);
     const auto receipt = take_receipt(suite);
     if (!receipt.errors.empty()) throw Error("collection has errors; fix them before writing a baseline: " + receipt.errors.front());
     Baseline baseline;
@@ -78,15 +86,10 @@ int cmd_baseline(const Args& args) {
     return 0;
 }
 
-int cmd_restore(const Args& args) {
-    auto options = suite_options("restore: bring the fixture groups back to their pristine content");
-    options.add_options()("pending", "only complete the restores that killed runs left pending, keeping what they "
-                                     "replace (the <name>.restore step, run by CTest after every other step)");
-    auto vm = parse("restore", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_restore(Invocation& in) {
+    const auto& suite = in.suite();
     FixtureStore store(suite);
-    if (vm->count("pending")) {
+    if (in.has("pending")) {
         const auto interrupted = store.restore_if_pending();
         std::cout << "evgate: " << suite.name << ": "
                   << (interrupted ? "restored fixture groups left dirty by an interrupted run (a step killed by its CTest "
@@ -102,37 +105,17 @@ int cmd_restore(const Args& args) {
     return 0;
 }
 
-int cmd_order(const Args& args) {
-    auto options = suite_options("order: print the test order of a seed, one node id a line (JSON strings)");
-    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
-    auto vm = parse("order", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const auto receipt = load_receipt(suite.receipt_file());
-    for (const auto& id : shuffled_order(receipt.collected(), (*vm)["seed"].as<std::uint64_t>()))
-        std::cout << json_string(id) << '\n';
+int cmd_order(Invocation& in) {
+    for (const auto& id : shuffled_order(in.receipt().collected(), in.get<std::uint64_t>("seed"))) std::cout << json_string(id) << '\n';
     return 0;
 }
 
-// Two files as positionals: evgate diff <local.json> <runner.json>. Exit 1 when they differ.
-int cmd_diff(const Args& args) {
-    po::options_description options("diff: compare two environment manifests, most suspicious difference first");
-    options.add_options()("help,h", "show this help");
-    po::options_description files;
-    files.add_options()("local", po::value<std::string>())("runner", po::value<std::string>());
-    po::options_description all;
-    all.add(options).add(files);
-    po::positional_options_description positional;
-    positional.add("local", 1).add("runner", 1);
-    po::variables_map vm;
-    const auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(), vm);
-    if (vm.count("help")) {
-        std::cout << "usage: evgate diff <local.json> <runner.json>\n" << options;
-        return 0;
-    }
-    if (!vm.count("runner")) throw Error("diff needs two manifests: evgate diff <local.json> <runner.json>");
-    const auto local = vm["local"].as<std::string>(), runner = vm["runner"].as<std::string>();
+// Exit 1 when the manifests differ.
+int cmd_diff(Invocation& in) {
+    const auto files = in.has("manifest") ? in.get<std::vector<std::string>>("manifest") : std::vector<std::string>{};
+    if (files.size() != 2) throw Error("diff needs two manifests: evgate diff <local.json> <runner.json>");
+    const auto& local = files[0];
+    const auto& runner = files[1];
     const auto drift = diff_manifests(read_manifest(local), read_manifest(runner));
     if (drift.empty()) {
         std::cout << "evgate: the manifests agree\n";

@@ -27,11 +27,24 @@ namespace po = boost::program_options;
 
 namespace evgate {
 
-int cmd_fixtures(const Args& args) {
-    auto options = suite_options("fixtures: complete a pending restore, then snapshot the fixture groups and the source tree as pristine");
-    auto vm = parse("fixtures", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+void seed_option(Options& accepted) {
+    accepted.named.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
+}
+
+void rerun_options(Options& accepted) {
+    accepted.named.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
+}
+
+void replay_options(Options& accepted) {
+    accepted.named.add_options()("test", po::value<std::vector<std::string>>(), "a test, in order (repeatable)")(
+        "seed", po::value<std::uint64_t>(), "the seed: its order with --through, and `random`'s reseeding")(
+        "through", po::value<std::string>(), "run the seed's order up to and including this test")(
+        "repeat", po::value<int>()->default_value(1), "runs at most, until it reproduces")(
+        "env", po::value<std::vector<std::string>>(), "VAR=value for the runs (repeatable)");
+}
+
+int cmd_fixtures(Invocation& in) {
+    const auto& suite = in.suite();
     FixtureStore store(suite);
     if (const auto interrupted = store.restore_if_pending()) {
         std::cout << "evgate: restored fixture groups left dirty by an interrupted run";
@@ -43,21 +56,15 @@ int cmd_fixtures(const Args& args) {
     return 0;
 }
 
-int cmd_manifest(const Args& args) {
-    auto options = suite_options("manifest: record the environment the tests run in");
-    auto vm = parse("manifest", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_manifest(Invocation& in) {
+    const auto& suite = in.suite();
     write_env_manifest(suite, suite.manifest_file());
     std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
     return 0;
 }
 
-int cmd_receipt(const Args& args) {
-    auto options = suite_options("receipt: collect the suite and record what pytest really used");
-    auto vm = parse("receipt", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_receipt(Invocation& in) {
+    const auto& suite = in.suite();
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
     // Nor its ledger and reports: when a step of this invocation is killed before the ledger
@@ -122,17 +129,12 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
     return 1;
 }
 
-int cmd_run(const Args& args) {
-    auto options = suite_options("run: run the suite in one seed's order (seed 0: collection order)");
-    options.add_options()("seed", po::value<std::uint64_t>()->required(), "the seed");
-    auto vm = parse("run", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const auto receipt = load_receipt(suite.receipt_file());
-    FixtureStore store(suite);
-    store.restore_if_pending();
+int cmd_run(Invocation& in) {
+    const auto& suite = in.suite();
+    const auto& receipt = in.receipt();
+    auto& store = in.store();
     RunPlan plan;
-    plan.seed = (*vm)["seed"].as<std::uint64_t>();
+    plan.seed = in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = shuffled_order(receipt.collected(), plan.seed);
     plan.access = store.access_for(receipt);
@@ -140,18 +142,15 @@ int cmd_run(const Args& args) {
     return run_and_report(suite, receipt, store, plan);
 }
 
-int cmd_perturbed(const Args& args) {
-    auto options = suite_options("perturbed: run the collection order once more in a deliberately different environment");
-    auto vm = parse("perturbed", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const auto receipt = load_receipt(suite.receipt_file());
+int cmd_perturbed(Invocation& in) {
+    const auto& suite = in.suite();
+    const auto& receipt = in.receipt();
     RunPlan plan;
     plan.id = plan.order = "perturbed";
     plan.column = Column::perturbed;
     plan.tests = shuffled_order(receipt.collected(), 0);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
-    FixtureStore store(suite);
+    FixtureStore store(suite);  // not before: another shard's run leaves the fixture groups alone
     store.restore_if_pending();
     fs::remove_all(suite.evidence_dir / evidence::kPerturbed);
     const auto perturbation = choose_perturbation(suite);
@@ -165,15 +164,9 @@ int cmd_perturbed(const Args& args) {
     return run_and_report(suite, receipt, store, plan);
 }
 
-int cmd_localise(const Args& args) {
-    auto options = suite_options("localise: name the partner of every order-dependent test, within a budget of pytest runs");
-    auto vm = parse("localise", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const auto receipt = load_receipt(suite.receipt_file());
-    FixtureStore store(suite);
-    store.restore_if_pending();
-    const auto culprits = localise_suite(suite, receipt, store, suite.localise_runs);
+int cmd_localise(Invocation& in) {
+    const auto& suite = in.suite();
+    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs);
     int runs = 0;
     for (const auto& c : culprits) {
         const auto& f = c.found;
@@ -186,23 +179,14 @@ int cmd_localise(const Args& args) {
     return 0;
 }
 
-int cmd_replay(const Args& args) {
-    auto options = suite_options("replay: run an exact order (or a seed's order up to a test) and say whether the failure reproduced");
-    options.add_options()("test", po::value<std::vector<std::string>>(), "a test, in order (repeatable)")(
-        "seed", po::value<std::uint64_t>(), "the seed: its order with --through, and `random`'s reseeding")(
-        "through", po::value<std::string>(), "run the seed's order up to and including this test")(
-        "repeat", po::value<int>()->default_value(1), "runs at most, until it reproduces")(
-        "env", po::value<std::vector<std::string>>(), "VAR=value for the runs (repeatable)");
-    auto vm = parse("replay", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_replay(Invocation& in) {
     ReplayRequest request;
-    if (vm->count("test")) request.tests = (*vm)["test"].as<std::vector<std::string>>();
-    if (vm->count("seed")) request.seed = (*vm)["seed"].as<std::uint64_t>();
-    if (vm->count("through")) request.through = (*vm)["through"].as<std::string>();
-    if (vm->count("env")) request.environment = (*vm)["env"].as<std::vector<std::string>>();
-    request.repeat = (*vm)["repeat"].as<int>();
-    return replay(suite, request, std::cout);
+    if (in.has("test")) request.tests = in.get<std::vector<std::string>>("test");
+    if (in.has("seed")) request.seed = in.get<std::uint64_t>("seed");
+    if (in.has("through")) request.through = in.get<std::string>("through");
+    if (in.has("env")) request.environment = in.get<std::vector<std::string>>("env");
+    request.repeat = in.get<int>("repeat");
+    return replay(in.suite(), request, std::cout);
 }
 
 namespace {
@@ -256,15 +240,10 @@ bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.
 
 }  // namespace
 
-int cmd_rerun(const Args& args) {
-    auto options = suite_options("rerun: rerun the orders that tell order dependence from nondeterminism");
-    options.add_options()("reruns", po::value<int>(), "repeats of each order (default: the suite's)");
-    auto vm = parse("rerun", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const auto receipt = load_receipt(suite.receipt_file());
-    FixtureStore store(suite);
-    store.restore_if_pending();
+int cmd_rerun(Invocation& in) {
+    const auto& suite = in.suite();
+    const auto& receipt = in.receipt();
+    auto& store = in.store();
     int status = 0;
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_runs(suite, receipt.id))
@@ -279,7 +258,7 @@ int cmd_rerun(const Args& args) {
         }
     }
     RerunLimits limits;
-    limits.reruns = vm->count("reruns") ? (*vm)["reruns"].as<int>() : suite.reruns;
+    limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
     status |= run_all(suite, receipt, store, plans);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";

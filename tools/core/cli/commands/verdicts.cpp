@@ -86,7 +86,7 @@ void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
 
 // The ledger from the receipt and every run, with the reports and the per-test verdicts; its
 // summary, which the reports print and the caller prints.
-GateSummary build_and_write(const SuiteConfig& suite, const po::variables_map& vm, std::size_t& runs) {
+GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std::size_t& runs) {
     // The runs are read while the receipt is; its id is needed only once a run is parsed.
     auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
     std::optional<Receipt> receipt;
@@ -123,8 +123,8 @@ GateSummary build_and_write(const SuiteConfig& suite, const po::variables_map& v
         input.runners.push_back(f.column);
         input.drift[f.column] = f.drift;
     }
-    if (vm.count("today")) {
-        const auto text = vm["today"].as<std::string>();
+    if (in.has("today")) {
+        const auto& text = in.get<std::string>("today");
         auto date = parse_date(text);
         if (!date) throw Error("--today is not a date (YYYY-MM-DD): " + quote(text));
         input.today = *date;
@@ -150,12 +150,6 @@ GateSummary build_and_write(const SuiteConfig& suite, const po::variables_map& v
     return summary;
 }
 
-po::options_description ledger_options(const char* caption) {
-    auto options = suite_options(caption);
-    options.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
-    return options;
-}
-
 // Values a CDash dashboard charts over time, in the form CTest reads from a test's output.
 void print_measurements(std::ostream& out, const GateSummary& summary, const SuiteConfig& suite) {
     const std::pair<const char*, std::size_t> values[] = {
@@ -177,37 +171,47 @@ std::string verdict_tool() {
 
 }  // namespace
 
-int cmd_ledger(const Args& args) {
-    auto options = ledger_options("ledger: build the ledger, the reports and the per-test verdicts (exit 0 when built)");
-    auto vm = parse("ledger", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+void ledger_options(Options& accepted) {
+    accepted.named.add_options()("today", po::value<std::string>(), "the date quarantine expiry is judged on (default: today, UTC)");
+}
+
+void gate_options(Options& accepted) {
+    ledger_options(accepted);
+    accepted.named.add_options()("from-ledger", "print the ledger the ledger step wrote instead of building it");
+}
+
+void verdict_options(Options& accepted) {
+    accepted.named.add_options()("test", po::value<std::string>()->required(), "the test's node id");
+}
+
+void discover_options(Options& accepted) {
+    accepted.named.add_options()("output", po::value<std::string>()->required(), "the CMake file to write");
+}
+
+int cmd_ledger(Invocation& in) {
+    const auto& suite = in.suite();
     // The runs are over: a restore a killed run left pending (its step was ended by its CTest
     // TIMEOUT) is completed before anyone reads the fixtures again.
     if (const auto interrupted = FixtureStore(suite).restore_if_pending())
         std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run"
                   << (interrupted.kept.empty() ? std::string() : " (what it left is kept in " + interrupted.kept.string() + ")") << '\n';
     std::size_t runs = 0;
-    const auto summary = build_and_write(suite, *vm, runs);
+    const auto summary = build_and_write(suite, in, runs);
     print_summary(std::cout, suite.name, summary, runs);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     archive_if_asked(suite, std::cout);
     return 0;
 }
 
-int cmd_gate(const Args& args) {
-    auto options = ledger_options("gate: build the ledger, print it, fail when a row blocks");
-    options.add_options()("from-ledger", "print the ledger the ledger step wrote instead of building it");
-    auto vm = parse("gate", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
+int cmd_gate(Invocation& in) {
+    const auto& suite = in.suite();
     std::size_t runs = 0;
     GateSummary summary;
-    if (vm->count("from-ledger")) {
+    if (in.has("from-ledger")) {
         summary = read_gate_summary(suite.ledger_file());
         runs = summary.runs;
     } else {
-        summary = build_and_write(suite, *vm, runs);
+        summary = build_and_write(suite, in, runs);
     }
     const int blocked = print_gate(std::cout, suite.name, summary, runs);
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
@@ -215,24 +219,15 @@ int cmd_gate(const Args& args) {
     return blocked > 0 ? 1 : 0;
 }
 
-int cmd_verdict(const Args& args) {
-    auto options = suite_options("verdict: print a test's verdict as its CTest entry does (exit 1 when it has none)");
-    options.add_options()("test", po::value<std::string>()->required(), "the test's node id");
-    auto vm = parse("verdict", args, options);
-    if (!vm) return 0;
-    const auto output = entry_output(verdict_store_file(suite_of(*vm)), (*vm)["test"].as<std::string>());
+int cmd_verdict(Invocation& in) {
+    const auto output = entry_output(verdict_store_file(in.suite()), in.get<std::string>("test"));
     std::cout << output.text;
     return output.status;
 }
 
-int cmd_discover(const Args& args) {
-    auto options = suite_options("discover: write one CTest entry per test (run by ctest itself; collects only when "
-                                 "what collection depends on changed)");
-    options.add_options()("output", po::value<std::string>()->required(), "the CMake file to write");
-    auto vm = parse("discover", args, options);
-    if (!vm) return 0;
-    const auto suite = suite_of(*vm);
-    const fs::path output = (*vm)["output"].as<std::string>();
+int cmd_discover(Invocation& in) {
+    const auto& suite = in.suite();
+    const fs::path output = in.get<std::string>("output");
     const auto fingerprint = collection_fingerprint(suite, output, self_path(), environment_with(suite.environment));
     if (entries_current(suite, output, fingerprint)) return 0;
     // The first pytest process of a ctest invocation: the tree is taken alone and snapshotted
@@ -245,10 +240,7 @@ int cmd_discover(const Args& args) {
     return 0;
 }
 
-int cmd_verdicts(const Args& args) {
-    po::options_description options("verdicts: print the verdict table as JSON (name, precedence, gate, deferral, "
-                                    "reproduction, colour, symbol, meaning of every verdict)");
-    if (!parse("verdicts", args, options)) return 0;
+int cmd_verdicts(Invocation&) {
     std::cout << verdict_table_json();
     return 0;
 }
