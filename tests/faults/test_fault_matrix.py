@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FAST, SUITE, Ledger, TreeChanged, expect_message, file_sha256, files_holding, gate_summary,
+from harness import (FAST, SUITE, Ledger, TreeChanged, expect_message, file_sha256, files_holding, gate_summary,
                       normalized, record_damage, record_files, results_by_run, step_output, wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
