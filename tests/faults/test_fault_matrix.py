@@ -743,7 +743,7 @@ CORRUPTIONS = {
 @pytest.fixture(scope="module")
 def passing_run(tmp_path_factory, build_dir, canary):
     """A suite whose evidence run passed, and a copy of its runs/ to corrupt."""
-    from conftest import Project
+    from harness import Project
     project = Project(tmp_path_factory.mktemp("corrupt"), build_dir, canary)
     project.write(TEST_FILE, TWO_PASSING)
     project.suite(f"{FAST} TESTS tests")
