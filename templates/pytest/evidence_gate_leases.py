@@ -2,21 +2,20 @@
 
 Every group is checked after every test, in one of two ways with the same verdicts:
 
-* notifications (Linux): inotify, through ctypes, watches every directory of a group's
+* notifications (Linux, ``evidence_gate_inotify``): a watch on every directory of a group's
   tree, every directory on the way down to it, and every member file (a file's own
   watch sees writes through a hard link from elsewhere, which directory watches miss).
   After a test: one non-blocking read; only what the events name is looked at again.
 * the stat scan (anywhere else, and whenever notifications cannot be trusted): lstat
   every member, and walk the tree again when a directory's mtime moved.
 
-Either way a file's content is hashed only when its lstat metadata moved or is "racy".
-The modes of a group's directories are part of its lease: a chmod of one is a change.
-Build trees, the evidence directory and .git are never entered, whatever a glob says.
+Either way a file's content is hashed only when its lstat metadata moved or is "racy"
+(``evidence_gate_files``). The modes of a group's directories are part of its lease: a
+chmod of one is a change. Build trees, the evidence directory and .git are never entered,
+whatever a glob says.
 
-The source tree outside the groups (``Tree``) is watched by notifications only: what each
-test touched there (scratch files made, rewritten, removed) and which of the files evgate
-guards (the lease document's "tree") it left changed. Elsewhere evgate's check after each
-pytest process stands in.
+With notifications the source tree outside the groups is watched too
+(``evidence_gate_tree``); a check reports it after the groups.
 
 Writes through a shared memory mapping raise no event until the mapping's file is
 closed (IN_CLOSE_WRITE): a test that writes a member through mmap and keeps the mapping
@@ -25,36 +24,17 @@ a change arrives that late (the file's ctime is older than the previous check), 
 reported where it was seen and the rest of the process falls back to the scan, the
 end record saying why.
 
-Needs no pytest: ``evidence_gate_pytest`` drives it.
+Needs no pytest: ``evidence_gate_records`` drives it.
 """
 
-import contextlib
-import errno
-import json
-import os
 import re
-import select
 import stat
-import struct
-import sys
 import time
 
-# git's racy-clean margin: a file touched this close to the previous check may
-# have been rewritten within one timestamp tick, so its metadata proves nothing.
-RACY_NS = 50_000_000
-
-CHUNK = 1 << 20
-
-
-# How a result names the source tree outside the groups: touched (scratch files, which are
-# nobody's), or "(source tree):<path>" for a file evgate guards that the test left changed.
-SOURCE_TREE = "(source tree)"
-# The touched paths a result lists at most.
-TREE_LIST_MAX = 20
-
-
-class Unwatchable(Exception):
-    """Notifications cannot be trusted for this run; the message says why."""
+from evidence_gate_files import (RACY_NS, components, excluded, is_racy, list_directory, lstat, parent_of, stat_key,
+                                 state_of, within)
+from evidence_gate_inotify import ABOVE, DIRECTORY, FILE, IN_IGNORED, IN_ISDIR, IN_Q_OVERFLOW, Unwatchable, Watches
+from evidence_gate_tree import Tree, reported
 
 
 class Leases:
@@ -127,10 +107,8 @@ class Leases:
             return []
         if self.tree.watches is None:  # notifications failed: evgate's check stands in from now on
             self.tree = None
-        self.tree_touched = [printable(rel) for rel in touched[:TREE_LIST_MAX]]
-        if len(touched) > TREE_LIST_MAX:
-            self.tree_touched.append(f"... and {len(touched) - TREE_LIST_MAX} more")
-        return [SOURCE_TREE] + [f"{SOURCE_TREE}:{printable(rel)}" for rel in changed]
+        names, self.tree_touched = reported(touched, changed)
+        return names
 
     def catch_up(self, racy_after):
         """Look at what the events since the previous check name; False if there were none."""
@@ -399,377 +377,3 @@ class Member:
             return False
         self.state = state
         return True
-
-
-class Tree:
-    """The source tree outside the groups, by notifications: every directory under ROOT but
-    hidden ones, build trees and the evidence directory, on an inotify instance of its own (a
-    second watch on a group's directory in the same instance would replace the group's mask).
-
-    activity() says what was touched since it last looked: names created, removed, renamed,
-    closed after writing or chmodded (group members aside: the leases see those), and which of
-    them are files evgate guards (listed in the document's "tree", read at the first event that
-    names one) left other than before.
-    """
-
-    def __init__(self, document, exclude, leases):
-        self.root = document["root"]
-        self.exclude = exclude
-        self.leases = leases  # their members and directories are theirs
-        self.listing = document["tree"]
-        self.states = None  # guarded path -> (identity, mode); directories -> mode
-        self.watches = None
-
-    def path(self, rel):
-        return f"{self.root}/{rel}" if rel else self.root
-
-    def start(self):
-        """Watch the tree; False when notifications cannot be trusted here."""
-        try:
-            self.watches = Watches()
-            self.watch("")
-            return True
-        except Unwatchable:
-            self.close()
-            return False
-
-    def watch(self, top):
-        """Watch `top` and the directories below it; returns every path found below it."""
-        found, pending = [], [top]
-        while pending:
-            rel = pending.pop()
-            if not self.watches.add(self, TREE, rel):
-                continue
-            for entry in list_directory(self.path(rel)) or ():
-                child = joined(rel, entry.name)
-                if entry.is_dir(follow_symlinks=False):
-                    if self.wanted(child):
-                        pending.append(child)
-                elif not self.is_member(child):
-                    found.append(child)
-        return found
-
-    def wanted(self, rel):
-        return not rel.rpartition("/")[2].startswith(".") and not excluded(rel, self.exclude)
-
-    def is_member(self, rel):
-        return any(lease.is_member(rel) or rel in lease.modes for lease in self.leases)
-
-    def activity(self):
-        """(paths touched, guarded paths left changed) since the last call, sorted."""
-        try:
-            events = self.watches.read()
-            if not events:  # after most tests: one poll
-                return [], []
-            touched = set()
-            for wd, mask, name in events:
-                if mask & IN_Q_OVERFLOW:  # events were lost: touched, somewhere
-                    touched.add(".")
-                for _, _, rel in self.watches.owners.get(wd, ()):
-                    child = joined(rel, name) if name else rel
-                    if self.is_member(child) or (name and mask & IN_ISDIR and not self.wanted(child)):
-                        continue
-                    touched.add(child or ".")
-                    if mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):  # watched before its files are listed
-                        touched.update(self.watch(child))
-                if mask & IN_IGNORED:
-                    self.watches.forget(wd)
-            self.watches.prune()
-        except Unwatchable:
-            self.close()
-            return ["."], []
-        return sorted(touched), sorted(rel for rel in touched if self.left_changed(rel))
-
-    def left_changed(self, rel):
-        """Whether a guarded file (or directory) is no longer as the last look saw it."""
-        if self.states is None:
-            self.states = read_listing(self.listing)
-        rel = "" if rel == "." else rel
-        if rel not in self.states:
-            return False  # a scratch file: nobody's
-        st = lstat(self.path(rel))
-        was = self.states[rel]
-        now = stat.S_IMODE(st.st_mode) if isinstance(was, int) and st is not None else state_of(self.path(rel), st)
-        self.states[rel] = now
-        return now != was
-
-    def close(self):
-        if self.watches is not None:
-            self.watches.close()
-            self.watches = None
-
-
-def read_listing(path):
-    """The guarded files (identity, mode) and directories (mode) evgate listed in tree.json."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f)
-    except (OSError, ValueError):
-        return {}  # evgate's check after the process stands in
-    states = {f["path"]: (f["identity"], f["mode"]) for f in document.get("files", ())}
-    states.update((d["path"], d["mode"]) for d in document.get("directories", ()))
-    return states
-
-
-def parent_of(rel):
-    return rel.rpartition("/")[0]
-
-
-def joined(rel, name):
-    return f"{rel}/{name}" if rel else name
-
-
-def excluded(rel, exclude):
-    """Build trees and the evidence directory (evgate lists them), and version control."""
-    return rel in exclude or rel.rpartition("/")[2] == ".git"
-
-
-def printable(rel):
-    """A name for a record: bytes that are not UTF-8 (surrogate escapes) as \\xHH."""
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def components(rel):
-    return rel.count("/") + 1 if rel else 0
-
-
-def within(rel, top):
-    return rel == top or not top or rel.startswith(top + "/")
-
-
-def list_directory(path):
-    try:
-        with os.scandir(path) as it:
-            return list(it)
-    except OSError:
-        return None
-
-
-def lstat(path):
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
-
-
-def stat_key(st):
-    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-
-
-def is_racy(st, racy_after):
-    return st.st_mtime_ns >= racy_after or st.st_ctime_ns >= racy_after
-
-
-def state_of(path, st):
-    return None if st is None else (identity(path, st), stat.S_IMODE(st.st_mode))
-
-
-def identity(path, st):
-    """The identity evgate computes: sha256 of content, link target, or "special"."""
-    if stat.S_ISLNK(st.st_mode):
-        try:
-            return "link:" + os.readlink(path)
-        except OSError:
-            return "unreadable"
-    if not stat.S_ISREG(st.st_mode):
-        return "special"
-    try:
-        # O_NONBLOCK|O_NOFOLLOW: if the file was swapped for a FIFO or a link
-        # after lstat, opening must neither hang nor follow it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return "unreadable"
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "special"
-        import hashlib  # here, not at the top: loading OpenSSL costs milliseconds, most runs hash nothing
-        digest = hashlib.sha256()
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
-
-
-# What a watch is on: a member file, a directory of a group's tree, a directory above a base,
-# a directory of the source tree outside the groups.
-FILE, DIRECTORY, ABOVE, TREE = "file", "directory", "above", "tree"
-
-# <sys/inotify.h>
-IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
-IN_DELETE_SELF, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x4000, 0x8000
-IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = 0x1000000, 0x2000000, 0x40000000
-
-# Directories report entries coming and going, files their content and metadata (IN_ATTRIB:
-# mode, times, link count). Directories do not ask for IN_MODIFY: a write would then queue
-# one event per watch, which never coalesce, and a large write would overflow the queue.
-# IN_DONT_FOLLOW: a link is watched as itself; IN_ONLYDIR: a directory that became anything
-# else is not watched.
-# IN_ATTRIB on directories: a directory's mode is leased too. The source tree's directories also
-# report their files' closes after writing and metadata: nobody watches those files one by one.
-SELF_EVENTS = IN_DELETE_SELF | IN_MOVE_SELF
-DIRECTORY_MASK = (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | SELF_EVENTS | IN_ONLYDIR
-                  | IN_DONT_FOLLOW)
-MASKS = {
-    FILE: IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | SELF_EVENTS | IN_DONT_FOLLOW,
-    DIRECTORY: DIRECTORY_MASK,
-    ABOVE: DIRECTORY_MASK,
-    TREE: DIRECTORY_MASK | IN_CLOSE_WRITE,
-}
-
-INOTIFY_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
-INOTIFY_READ = 1 << 16
-LONGEST_EVENT = INOTIFY_EVENT.size + 256  # NAME_MAX and its NUL
-
-# Filesystems on which every change passes through this kernel, so that a watch sees it.
-# On the others (NFS, CIFS/SMB, 9p, virtiofs, FUSE, Ceph, Lustre, ...) another client or
-# the server behind the mount can change a file without an event here: they get the scan.
-# overlay: changing its layers underneath a mounted overlay is undefined for overlayfs itself.
-LOCAL_FILESYSTEMS = frozenset({
-    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "bcachefs", "zfs", "jfs", "reiserfs",
-    "tmpfs", "ramfs", "overlay", "vfat", "exfat", "ntfs3", "hfsplus",
-})
-
-
-class Watches:
-    """One inotify instance for the run, through ctypes, and who owns each of its watches.
-
-    A watch (wd) is per inode, so it may have several owners (lease, kind, rel): a
-    directory of two groups, a file reached under two names.
-    """
-
-    def __init__(self):
-        if sys.platform != "linux":
-            raise Unwatchable(f"no inotify on {sys.platform}")
-        try:
-            import ctypes  # here, not at the top: only runs that watch need it
-            libc = ctypes.CDLL(None, use_errno=True)
-            init1, self.add_watch, self.rm_watch = libc.inotify_init1, libc.inotify_add_watch, libc.inotify_rm_watch
-        except (ImportError, OSError, AttributeError) as e:
-            raise Unwatchable(f"no inotify through ctypes: {e}") from None
-        init1.argtypes = [ctypes.c_int]
-        self.add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self.rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
-        self.get_errno = ctypes.get_errno
-        self.fd = init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd < 0:
-            raise Unwatchable(inotify_failure("inotify_init1", self.get_errno()))
-        self.queued = select.poll()
-        self.queued.register(self.fd, select.POLLIN)
-        self.owners = {}  # wd -> {(lease, kind, rel)}
-        self.wd_of = {}  # (lease, kind, rel) -> wd
-        self.unowned = set()  # wds that lost their last owner; prune() removes them unless owned again
-        self.trusted = set()  # st_dev of the filesystems checked against LOCAL_FILESYSTEMS
-        self.mounts = None
-
-    def add(self, lease, kind, rel):
-        """Watch rel of the lease; False if it is not there (or, as a directory, is no longer one)."""
-        path = lease.path(rel)
-        if kind != FILE:
-            self.trust(path)
-        wd = self.add_watch(self.fd, os.fsencode(path), MASKS[kind])
-        if wd < 0:
-            error = self.get_errno()
-            if error not in (errno.ENOENT, errno.ENOTDIR):
-                raise Unwatchable(inotify_failure("inotify_add_watch", error, path))
-            self.drop(lease, kind, rel)
-            return False
-        owner = (lease, kind, rel)
-        old = self.wd_of.get(owner)
-        if old != wd:
-            if old is not None:
-                self.disown(owner, old)
-            self.wd_of[owner] = wd
-            self.owners.setdefault(wd, set()).add(owner)
-            self.unowned.discard(wd)
-        return True
-
-    def has(self, lease, kind, rel):
-        return (lease, kind, rel) in self.wd_of
-
-    def drop(self, lease, kind, rel):
-        owner = (lease, kind, rel)
-        wd = self.wd_of.pop(owner, None)
-        if wd is not None:
-            self.disown(owner, wd)
-
-    def disown(self, owner, wd):
-        owners = self.owners[wd]
-        owners.discard(owner)
-        if not owners:
-            self.unowned.add(wd)
-
-    def forget(self, wd):
-        """The kernel removed this watch (its inode is gone, or prune() removed it)."""
-        for owner in self.owners.pop(wd, ()):
-            if self.wd_of.get(owner) == wd:
-                del self.wd_of[owner]
-        self.unowned.discard(wd)
-
-    def prune(self):
-        """Remove the watches nothing owns any more: their inodes left every group."""
-        for wd in self.unowned:
-            if not self.owners.get(wd):
-                self.owners.pop(wd, None)
-                self.rm_watch(self.fd, wd)
-        self.unowned.clear()
-
-    def read(self):
-        """The events queued since the last read, as (wd, mask, name), without waiting."""
-        events = []
-        # poll first: when nothing is queued (after most tests) it is cheaper than a failing read.
-        while self.queued.poll(0):
-            try:
-                data = os.read(self.fd, INOTIFY_READ)
-            except OSError as e:  # a test closed descriptors it did not own
-                raise Unwatchable(f"cannot read the inotify queue: {e}") from None
-            offset = 0
-            while offset < len(data):
-                wd, mask, _, size = INOTIFY_EVENT.unpack_from(data, offset)
-                offset += INOTIFY_EVENT.size
-                events.append((wd, mask, os.fsdecode(data[offset:offset + size].rstrip(b"\0"))))
-                offset += size
-            if len(data) <= INOTIFY_READ - LONGEST_EVENT:  # the queue was emptied
-                break
-        return events
-
-    def trust(self, path):
-        """Refuse a directory on a filesystem where a change can bypass this kernel."""
-        st = lstat(path)
-        if st is None or st.st_dev in self.trusted:
-            return
-        if self.mounts is None:
-            self.mounts = read_mounts()
-        real = os.path.realpath(path)
-        # The longest mount point above it; of mounts on the same point, the last one shows.
-        _, kind = max(((point, kind) for point, kind in reversed(self.mounts) if within(real, point.rstrip("/"))),
-                      key=lambda mount: len(mount[0]), default=(None, "an unknown filesystem"))
-        if kind not in LOCAL_FILESYSTEMS:
-            raise Unwatchable(f"{path} is on {kind}, where a change need not pass through this kernel")
-        self.trusted.add(st.st_dev)
-
-    def close(self):
-        with contextlib.suppress(OSError):  # already closed by a test that closed descriptors it did not own
-            os.close(self.fd)
-
-
-def inotify_failure(call, error, path=None):
-    limit = {errno.ENOSPC: " (the limit is fs.inotify.max_user_watches)",
-             errno.EMFILE: " (the limits are fs.inotify.max_user_instances and the open-file limit)"}
-    where = f" {path}" if path else ""
-    return f"{call}{where}: {os.strerror(error)}{limit.get(error, '')}"
-
-
-def read_mounts():
-    """(mount point, filesystem type) of each mount this process sees, in mount order."""
-    try:
-        with open("/proc/self/mountinfo", "rb") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise Unwatchable(f"cannot tell filesystems apart: {e}") from None
-    mounts = []
-    for line in lines:
-        # ID PARENT MAJOR:MINOR ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS
-        fields = line.split(b" ")
-        point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), fields[4])  # \040 is a space
-        mounts.append((os.fsdecode(point), os.fsdecode(fields[fields.index(b"-", 6) + 1])))
-    return mounts

@@ -2,8 +2,9 @@
 
 ``python -m evidence_gate_manifest OUT.json [--root DIR]``, run by ``evgate`` with the
 interpreter and environment of the suite's runs. Variable names are all written, values only
-for a fail-closed allowlist. Standard library only: pytest is not imported (its version comes
-from its distribution metadata), so the manifest costs no pytest start-up.
+for a fail-closed allowlist. Standard library only (and ``evidence_gate_files`` beside it):
+pytest is not imported (its version comes from its distribution metadata), so the manifest
+costs no pytest start-up.
 """
 
 import argparse
@@ -16,6 +17,8 @@ import re
 import sys
 import tempfile
 import time
+
+from evidence_gate_files import lstat
 
 SCHEMA = 1
 
@@ -106,8 +109,8 @@ def dir_case_sensitive(directory, names=None):
             continue
         if swapped in present:
             return True  # two entries differ only in case
-        original = lstat_or_none(os.path.join(directory, name))
-        other = lstat_or_none(os.path.join(directory, swapped))
+        original = lstat(os.path.join(directory, name))
+        other = lstat(os.path.join(directory, swapped))
         if original is None:
             continue  # vanished meanwhile
         return other is None or (other.st_dev, other.st_ino) != (original.st_dev, original.st_ino)
@@ -125,13 +128,6 @@ def tempdir_case_sensitive():
         return dir_case_sensitive(directory, [os.path.basename(path)])
     finally:
         os.unlink(path)
-
-
-def lstat_or_none(path):
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
 
 
 def pytest_version():

@@ -5,7 +5,7 @@ carry another run's pollution."""
 import re
 import subprocess
 
-from conftest import EXAMPLES, Ledger, child_env, configure_example, ctest, source_tree_untouched
+from harness import EXAMPLES, Ledger, child_env, configure_example, ctest, source_tree_untouched
 
 EXAMPLE = EXAMPLES / "polluter-victim"
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import REPO, cmake_configure, source_tree_untouched
+from harness import REPO, cmake_configure, source_tree_untouched
 
 CASES_DIR = REPO / "tests" / "cmake" / "errors"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "CMakeLists.txt").is_file())

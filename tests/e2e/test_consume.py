@@ -8,7 +8,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from conftest import (BUILD_TIMEOUT, FORBIDDEN_NAMES, Ledger, cmake_configure, ctest, ctest_names,
+from harness import (BUILD_TIMEOUT, FORBIDDEN_NAMES, Ledger, cmake_configure, ctest, ctest_names,
                       expect_verdicts, ninja_or_default, run)
 
 SUITE = "smoke"

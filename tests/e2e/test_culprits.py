@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Ledger, child_env, cmake_configure, ctest, source_tree_untouched
+from harness import Ledger, child_env, cmake_configure, ctest, source_tree_untouched
 
 PROJECT = Path(__file__).parent / "projects" / "culprits"
 

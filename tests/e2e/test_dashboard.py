@@ -1,7 +1,7 @@
 """The `ctest -S` dashboard template: measurements and attached files reach CTest's XML."""
 import re
 
-from conftest import EXAMPLES, REPO, run, source_tree_untouched
+from harness import EXAMPLES, REPO, run, source_tree_untouched
 
 TEMPLATE = REPO / "templates" / "dashboard" / "evidence_dashboard.cmake"
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from conftest import (EXAMPLES, Ledger, configure_example, ctest, ctest_names, expect_verdicts, gate_lines,
-                      gate_summary, source_tree_untouched)
+from harness import (EXAMPLES, Ledger, configure_example, ctest, ctest_names, expect_verdicts, gate_lines,
+                      source_tree_untouched, summary_line)
 
 PASS = ("stable", "pass")
 
@@ -49,7 +49,7 @@ def expect_gate_lines(run, suite, expected, ledger):
     from_ledger = sorted(("BLOCK" if row["gate"] == "block" else "DEFER", row["test"], row["verdict"])
                          for row in ledger.rows if row["gate"] != "pass")
     assert sorted(printed) == from_ledger, f"the gate's lines disagree with the ledger:\n{text}\n{ledger}"
-    summary = gate_summary(text, suite)
+    summary = summary_line(text, suite)
     blocked = any(kind == "BLOCK" for kind, _, _ in expected)
     assert summary.group(8) == ("BLOCKED" if blocked else "PASSED"), f"gate summary of {suite}: {summary.group(0)}"
     if blocked:  # with --output-on-failure the user sees them in ctest's own output
@@ -128,7 +128,7 @@ def expect_clean_ledger(run, binary):
         assert set(row["outcomes"]) >= seeds and set(row["outcomes"].values()) == {expected}, (
             f"{test} must be {expected} in every seed run: {row}")
     text = expect_gate_lines(run, "inventory", [], ledger)
-    summary = gate_summary(text, "inventory")
+    summary = summary_line(text, "inventory")
     assert summary.group(2, 4, 5, 6) == ("11", "0", "0", "11"), summary.group(0)
     return ledger
 

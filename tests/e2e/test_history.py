@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO, CTEST_TIMEOUT, Ledger, child_env, configure_example, run
+from harness import EXAMPLES, REPO, CTEST_TIMEOUT, Ledger, child_env, configure_example, run
 
 SCHEMA = REPO / "tests" / "junit" / "evidence-gate-junit.xsd"
 COIN = "tests/test_retry.py::test_retry_budget"

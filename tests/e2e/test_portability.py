@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, Ledger, child_env, cmake_configure, ctest, expect_verdicts, source_tree_untouched
+from harness import EXAMPLES, Ledger, child_env, cmake_configure, ctest, expect_verdicts, source_tree_untouched
 
 EXAMPLE = EXAMPLES / "timezone"
 GAP = "tests/test_clock.py::test_epoch_is_midnight"

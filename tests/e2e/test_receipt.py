@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Ledger, cmake_configure, ctest
+from harness import Ledger, cmake_configure, ctest
 
 LAB = Path(__file__).parent / "projects" / "lab-tree"
 IDS = ["tests/test_settings.py::test_env_is_set_by_conftest", "tests/test_settings.py::test_fast_path",

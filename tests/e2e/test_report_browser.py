@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, Ledger, configure_example, ctest
+from harness import EXAMPLES, Ledger, configure_example, ctest
 
 # Seconds for Chromium to load, lay out and dump the 10,000-test page: a bound against a page
 # that is not usable at all, wide enough for a loaded 2-core CI machine (the page takes ~5 s).

@@ -2,7 +2,7 @@
 single full run's, and a missing, duplicated or malformed shard is never a smaller matrix."""
 import pytest
 
-from conftest import EXAMPLES, Ledger, child_env, cmake_configure, configure_example, ctest, source_tree_untouched
+from harness import EXAMPLES, Ledger, child_env, cmake_configure, configure_example, ctest, source_tree_untouched
 
 EXAMPLE = EXAMPLES / "polluter-victim"
 SUITE = "billing"

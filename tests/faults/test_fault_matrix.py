@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FAST, SUITE, Ledger, TreeChanged, expect_message, file_sha256, files_holding, gate_summary,
+from harness import (FAST, SUITE, Ledger, TreeChanged, expect_message, file_sha256, files_holding, gate_summary,
                       normalized, record_damage, record_files, results_by_run, step_output, wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
@@ -743,7 +743,7 @@ CORRUPTIONS = {
 @pytest.fixture(scope="module")
 def passing_run(tmp_path_factory, build_dir, canary):
     """A suite whose evidence run passed, and a copy of its runs/ to corrupt."""
-    from conftest import Project
+    from harness import Project
     project = Project(tmp_path_factory.mktemp("corrupt"), build_dir, canary)
     project.write(TEST_FILE, TWO_PASSING)
     project.suite(f"{FAST} TESTS tests")

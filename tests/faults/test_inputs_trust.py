@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CONFIGURE_TIMEOUT, CTEST_TIMEOUT, FAST, SUITE, Ledger, Project, gate_summary, normalized, run,
+from harness import (CONFIGURE_TIMEOUT, CTEST_TIMEOUT, FAST, SUITE, Ledger, Project, gate_summary, normalized, run,
                       step_output, wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
@@ -198,7 +198,7 @@ def test_a_merge_blocks_shards_that_ran_over_other_uncommitted_changes(project, 
         finally:
             test_file.write_text(f"def test_value():\n    {before}\n" if before else committed)
         expect_gate(project, merged, "BLOCKED", f"a merge after {case}", binary=trees["merge"])
-        stale = [row for row in Ledger(trees["merge"]).suite_rows if row["test"].startswith("shard:")]
+        stale = [row for row in Ledger(trees["merge"], SUITE).suite_rows if row["test"].startswith("shard:")]
         assert len(stale) == 2 and all(row["gate"] == "block" and message in row["reason"] for row in stale), stale
         assert str(trees["s1"] / "evidence" / SUITE) in {row["test"][len("shard:"):] for row in stale}, stale
 

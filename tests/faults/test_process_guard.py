@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import FAST, SUITE, gate_summary, processes_mentioning, record_files, step_output, wait_until_gone
+from harness import FAST, SUITE, gate_summary, processes_mentioning, record_files, step_output, wait_until_gone
 
 TEST_FILE = "tests/test_suite.py"
 CONFIG = "data/config.txt"

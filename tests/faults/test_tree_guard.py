@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FAST, SUITE, CANARY_VARIABLE, Project, TreeChanged, digest_diff, expect_message, gate_summary,
+from harness import (FAST, SUITE, CANARY_VARIABLE, Project, TreeChanged, digest_diff, expect_message, gate_summary,
                       run, step_output, tree_digest)
 
 TEST_FILE = "tests/test_suite.py"

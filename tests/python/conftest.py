@@ -1,4 +1,6 @@
-"""Shared helpers of the plugin tests: a pytester front end (Gate) and a groups file like evgate's.
+"""Shared helpers of the plugin tests (one test file per plugin module): a pytester front end
+(Gate), a groups file like evgate's, the two ways leases are checked, and the plugin's modules
+imported here to drive them directly.
 
 Run from the repository root with
 ``PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest tests/python -p pytester -p no:cacheprovider``.
@@ -7,10 +9,13 @@ writes, so nothing lands in the source tree.
 """
 
 import hashlib
+import importlib
 import json
 import os
 import re
 import stat
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -115,3 +120,97 @@ def make_tree(root, files):
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
+
+
+def lease_document(root, groups, **extra):
+    """The groups file evgate writes: write_groups' members, with each group's directories and
+    their modes, and whatever `extra` adds (exclude, tree)."""
+    document = json.loads(write_groups(root, groups).read_text())
+    for spec in document["groups"]:
+        base = root / spec["base"]
+        spec["directories"] = [{"path": str(d.relative_to(root)), "mode": d.stat().st_mode & 0o7777}
+                               for d in [base, *base.rglob("*")] if d.is_dir() and not d.is_symlink()]
+    document.update(extra)
+    path = root / "groups.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def data_groups(gate):
+    make_tree(gate.path, {"data/config.txt": "pristine\n"})
+    return [("data", "data", r"data/[^/]*", 0)]
+
+
+# ------------------------------------------------- the two ways leases are checked
+
+
+# What the session record says for each --evidence-gate-lease on this (Linux, local disk) machine.
+LEASE_PATHS = {"auto": "inotify", "scan": "scan"}
+
+
+@pytest.fixture(params=list(LEASE_PATHS))
+def lease_mode(request):
+    """Each lease test runs on both paths, notifications and the scan, for the same verdicts."""
+    return request.param
+
+
+def run_leased(gate, lease_mode, groups, *args):
+    """Records of a run in lease_mode, checking that its session record names the path taken."""
+    _, records = gate.run_records(f"--evidence-gate-lease={lease_mode}", *args, groups=groups)
+    session = only(records, "session")
+    assert session["lease"] == LEASE_PATHS[lease_mode], session
+    assert session["lease_note"] == (None if lease_mode == "auto" else "--evidence-gate-lease=scan")
+    return records
+
+
+def by_test(records, key):
+    return {nodeid.split("::")[-1]: r[key] for nodeid, r in results(records).items()}
+
+
+# ---------------------------------------------------- the plugin's modules, driven here
+
+
+@pytest.fixture(scope="session")
+def plugin():
+    """The lease modules imported into this process (no bytecode written), by their short
+    names: plugin.files, plugin.inotify, plugin.tree, plugin.leases."""
+    saved = list(sys.path), sys.dont_write_bytecode
+    sys.path.insert(0, str(PLUGIN_DIR))
+    sys.dont_write_bytecode = True
+    try:
+        return types.SimpleNamespace(**{name: importlib.import_module(f"evidence_gate_{name}")
+                                        for name in ("files", "inotify", "tree", "leases")})
+    finally:
+        sys.path[:], sys.dont_write_bytecode = saved
+
+
+def patch_everywhere(monkeypatch, plugin, name, replacement):
+    """Replace evidence_gate_files' function `name` in every module of the plugin that calls it
+    (each imported its own reference), for the rest of the test."""
+    real = getattr(plugin.files, name)
+    for module in vars(plugin).values():
+        if getattr(module, name, None) is real:
+            monkeypatch.setattr(module, name, replacement)
+
+
+@pytest.fixture
+def open_leases(plugin, lease_mode):
+    """Leases(document) on the lease_mode path, closed (with their inotify instance) after the test."""
+    opened = []
+
+    def open_document(document):
+        opened.append(plugin.leases.Leases(document, lease_mode))
+        assert opened[-1].how == LEASE_PATHS[lease_mode], opened[-1].note
+        return opened[-1]
+    yield open_document
+    for leases in opened:
+        leases.close()
+
+
+@pytest.fixture
+def one_lease(open_leases, tmp_path):
+    """Leases of one group "g" (regex, like g/*) made of these files under tmp_path."""
+    def make(files, regex=r"g/.*"):
+        make_tree(tmp_path, files)
+        return open_leases(json.loads(write_groups(tmp_path, [("g", "g", regex, 0)]).read_text()))
+    return make

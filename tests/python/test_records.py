@@ -1,4 +1,5 @@
-"""Tests of templates/pytest/evidence_gate_pytest.py: records, order, reseeding, collect mode, the manifest."""
+"""Tests of templates/pytest/evidence_gate_records.py: run mode's records, order and reseeding, the
+record channel, the end of the session, changes outside any test."""
 
 import json
 import os
@@ -7,40 +8,12 @@ import socket
 import struct
 import subprocess
 import sys
-import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import PLUGIN_DIR, TIMEOUT, make_tree, only, results, started, write_groups
-
-
-# ------------------------------------------------------------------- no options
-
-
-def test_without_options_only_markers_are_registered(gate):
-    gate.pytester.makepyfile(test_plain="""
-        import random, pytest
-        from evidence_gate_pytest import RUN_KEY, COLLECT_KEY
-
-        @pytest.mark.writes("db")
-        @pytest.mark.serial
-        @pytest.mark.env_sensitive(until="2999-01-01", owner="me", reason="tz")
-        def test_inert(request):
-            pm = request.config.pluginmanager
-            assert pm.get_plugin("evidence-gate-run") is None
-            assert pm.get_plugin("evidence-gate-collect") is None
-            assert RUN_KEY not in request.config.stash
-            assert COLLECT_KEY not in request.config.stash
-    """)
-    result = gate.run("--strict-markers")
-    result.assert_outcomes(passed=1)
-    assert not gate.records_path.exists()
-    markers = gate.run("--markers")
-    markers.stdout.fnmatch_lines(["@pytest.mark.writes(group, ...)*", "@pytest.mark.serial*",
-                                  "@pytest.mark.env_sensitive(until=*"])
+from conftest import PLUGIN_DIR, TIMEOUT, data_groups, only, results, started, write_groups
 
 
 # ---------------------------------------------------------------------- records
@@ -291,136 +264,6 @@ def test_random_is_reseeded_per_test_from_seed_and_node_id(gate):
     assert first["test_rand.py::test_one"] != first["test_rand.py::test_two"]
 
 
-# ------------------------------------------------------------------ collect mode
-
-
-def test_collect_document(gate, monkeypatch):
-    pytester = gate.pytester
-    pytester.makefile(".ini", pytest="""
-        [pytest]
-        testpaths = tests
-        addopts = -rA
-    """)
-    monkeypatch.setenv("PYTEST_ADDOPTS", "--tb=short -p no:cacheprovider")
-    pytester.makeconftest("")
-    make_tree(pytester.path, {
-        "tests/conftest.py": "",
-        "tests/test_m.py": textwrap.dedent("""
-            import datetime, pytest
-
-            def test_plain(): pass
-
-            @pytest.mark.serial
-            @pytest.mark.writes("db")
-            @pytest.mark.writes("cfg", "db")
-            def test_marked(): pass
-
-            @pytest.mark.env_sensitive(until=datetime.date(2030, 1, 2), owner="ops", reason="needs TZ")
-            def test_sensitive(): pass
-
-            @pytest.mark.writes("tree")
-            class TestC:
-                @pytest.mark.writes("db")
-                def test_in_class(self): pass
-        """),
-        "tests/test_broken.py": "import no_such_module_here\n",
-    })
-    out = pytester.path / "collect.json"
-    result = gate.run("--collect-only", f"--evidence-gate-collect={out}")
-    doc = json.loads(out.read_text(encoding="utf-8"))
-    assert not Path(str(out) + ".tmp").exists()
-    assert doc["schema"] == 1
-    assert doc["rootdir"] == str(pytester.path)
-    assert doc["configfile"] == str(pytester.path / "pytest.ini")
-    assert doc["inifile_kind"] == "pytest.ini"
-    assert doc["testpaths"] == ["tests"]
-    assert doc["addopts"] == ["-rA", "--tb=short", "-p", "no:cacheprovider"]
-    assert doc["args"] == ["tests"]
-    assert doc["invocation_dir"] == str(pytester.path)
-    assert doc["conftests"] == sorted([str(pytester.path / "conftest.py"), str(pytester.path / "tests/conftest.py")])
-    assert doc["plugins"] == [{"name": "evidence_gate_pytest", "dist": None, "version": None}]
-    assert doc["python"] == sys.executable
-    assert doc["pytest_version"] == pytest.__version__
-    assert doc["tests"] == [
-        {"id": "tests/test_m.py::test_plain", "serial": False, "writes": [], "env_sensitive": None},
-        {"id": "tests/test_m.py::test_marked", "serial": True, "writes": ["cfg", "db"], "env_sensitive": None},
-        {"id": "tests/test_m.py::test_sensitive", "serial": False, "writes": [],
-         "env_sensitive": {"until": "2030-01-02", "owner": "ops", "reason": "needs TZ"}},
-        {"id": "tests/test_m.py::TestC::test_in_class", "serial": False, "writes": ["db", "tree"],
-         "env_sensitive": None},
-    ]
-    assert [e["nodeid"] for e in doc["errors"]] == ["tests/test_broken.py"]
-    assert "no_such_module_here" in doc["errors"][0]["message"]
-    assert len(doc["errors"][0]["message"]) <= 2000
-    assert doc["exitstatus"] == result.ret == pytest.ExitCode.INTERRUPTED
-
-
-def test_collect_mode_requires_collect_only(gate):
-    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
-    result = gate.run(f"--evidence-gate-collect={gate.path / 'c.json'}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert not (gate.path / "c.json").exists()
-
-
-# ----------------------------------------------------------------- manifest mode
-
-
-def test_manifest_writes_env_names_but_no_secret_values(tmp_path):
-    probe = tmp_path / "probe"
-    probe.mkdir()
-    (probe / "ReadMe").write_text("x")
-    digits = tmp_path / "digits"
-    digits.mkdir()
-    (digits / "123").write_text("x")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(PLUGIN_DIR),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "7",
-        "TZ": "UTC",
-        "LC_ALL": "C.UTF-8",
-        "DEPLOY_API_TOKEN": "canary-123",
-        "PYTHON_API_TOKEN": "canary-456",
-        "PYTHONPYPITOKEN": "canary-789",  # CPython's prefix, not CPython's variable
-    }
-    for root, out in ((probe, tmp_path / "manifest.json"), (digits, tmp_path / "digits.json")):
-        subprocess.run([sys.executable, "-m", "evidence_gate_manifest", str(out), "--root", str(root)],
-                       env=env, cwd=str(tmp_path), check=True, timeout=TIMEOUT)
-    text = (tmp_path / "manifest.json").read_text(encoding="utf-8")
-    assert "canary-123" not in text and "canary-456" not in text and "canary-789" not in text
-    doc = json.loads(text)
-    assert doc["schema"] == 1
-    assert {"DEPLOY_API_TOKEN", "PYTHON_API_TOKEN", "PYTHONPYPITOKEN", "TZ", "PATH"} <= set(doc["env_names"])
-    assert doc["env_names"] == sorted(doc["env_names"])
-    assert doc["env"] == {"LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "7",
-                          "PYTHONPATH": str(PLUGIN_DIR), "TZ": "UTC"}
-    assert doc["pythonhashseed"] == "7"
-    assert doc["timezone"]["TZ"] == "UTC" and doc["timezone"]["utc_offset_minutes"] == 0
-    assert doc["locale"]["env"] == {"LC_ALL": "C.UTF-8"}
-    assert doc["python_executable"] == sys.executable
-    assert doc["pytest_version"] == pytest.__version__
-    assert doc["distributions"]["pytest"] == pytest.__version__
-    assert doc["umask"] == format(current_umask(), "04o")
-    assert doc["case_sensitive"] == {"root": True, "tempdir": True}
-    assert sorted(os.listdir(probe)) == ["ReadMe"]  # the probe wrote nothing
-    assert json.loads((tmp_path / "digits.json").read_text())["case_sensitive"]["root"] is None
-
-
-def test_the_manifest_costs_no_pytest_start_up(tmp_path):
-    out = tmp_path / "manifest.json"
-    check = ("import sys, evidence_gate_manifest; evidence_gate_manifest.main([sys.argv[1]]); "
-             "assert 'pytest' not in sys.modules, 'the manifest imported pytest'")
-    subprocess.run([sys.executable, "-c", check, str(out)], env={**os.environ, "PYTHONPATH": str(PLUGIN_DIR)},
-                   cwd=str(tmp_path), check=True, timeout=TIMEOUT)
-    assert json.loads(out.read_text())["pytest_version"] == pytest.__version__
-
-
-def current_umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def test_terminal_colour_codes_are_kept_out_of_messages(gate):
     gate.pytester.makepyfile(test_coloured='''
         def test_coloured():
@@ -556,11 +399,6 @@ def test_pytest_exit_at_session_end_is_what_the_end_record_says_it_exits_with(ga
 # ------------------------------------------------------- changes outside any test
 
 
-def data_groups(gate):
-    make_tree(gate.path, {"data/config.txt": "pristine\n"})
-    return [("data", "data", r"data/[^/]*", 0)]
-
-
 OUTSIDE = {
     "conftest-import": ('open("data/config.txt", "w").write("at import\\n")\n', "collection"),
     "collection-hook": ('def pytest_collection_finish(session):\n    open("data/config.txt", "w").write("x\\n")\n',
@@ -615,68 +453,3 @@ def test_a_file_removed_or_added_before_the_leases_start_is_a_change(gate, chang
     gate.pytester.makepyfile(test_a="def test_a(): pass\n")
     _, records = gate.run_records(f"--evidence-gate-verified-ns={verified}", f"--evidence-gate-groups={listed}")
     assert [r["phase"] for r in records if r["event"] == "outside"] == ["collection"]
-
-
-# ------------------------------------------------------------------ honest blame
-
-
-LEFT_BEHIND = {
-    "thread": """
-        import threading, time
-
-        def write_later():
-            time.sleep(0.3)
-            open("data/config.txt", "w").write("late\\n")
-
-        def test_x():
-            threading.Thread(target=write_later, name="late-writer", daemon=True).start()
-    """,
-    "process": """
-        import subprocess, sys
-
-        def test_x():
-            subprocess.Popen([sys.executable, "-c",
-                              "import time; time.sleep(0.3); open('data/config.txt', 'w').write('late')"])
-    """,
-}
-
-
-@pytest.mark.parametrize("what", sorted(LEFT_BEHIND))
-def test_a_change_while_an_earlier_tests_leftovers_run_is_blamed_on_nobody(gate, what):
-    groups = data_groups(gate)
-    gate.pytester.makepyfile(test_left=textwrap.dedent(LEFT_BEHIND[what]) + textwrap.dedent("""
-        import time
-
-        def test_y():
-            time.sleep(1.0)
-
-        def test_z():
-            pass
-    """))
-    _, records = gate.run_records(groups=groups)
-    got = results(records)
-    y = got["test_left.py::test_y"]
-    assert (y["changed"], y["dirty"], y["unblamed"]) == (["data"], [], ["data"]), y
-    kind = "a thread left by test_left.py::test_x ('late-writer')" if what == "thread" else \
-        "a process left by test_left.py::test_x (pid "
-    assert y["leftover"].startswith(kind), y
-    assert "unblamed" not in got["test_left.py::test_z"]  # what was left is gone: blame is certain again
-    assert "unblamed" not in got["test_left.py::test_x"]
-
-
-def test_a_thread_a_test_joins_is_no_leftover(gate):
-    groups = data_groups(gate)
-    gate.pytester.makepyfile(test_joined="""
-        import threading
-
-        def test_x():
-            t = threading.Thread(target=lambda: None)
-            t.start()
-            t.join()
-
-        def test_y():
-            open("data/config.txt", "w").write("polluted\\n")
-    """)
-    _, records = gate.run_records(groups=groups)
-    y = results(records)["test_joined.py::test_y"]
-    assert (y["dirty"], "unblamed" in y) == (["data"], False), y

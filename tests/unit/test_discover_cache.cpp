@@ -76,6 +76,7 @@ TEST_CASE("a change to a test file, a conftest, a config file, the suite or pyte
         [](Project& p) { p.environment.push_back("PYTHONPATH=/elsewhere"); },
         [](Project& p) { p.environment[1] = "PYTEST_ADDOPTS=-k a"; },
         [](Project& p) { write_file_atomic(p.suite.plugin_dir / "evidence_gate_pytest.py", "# plugin, new\n"); },
+        [](Project& p) { write_file_atomic(p.suite.plugin_dir / "evidence_gate_leases.py", "# another module\n"); },
         [](Project& p) { write_file_atomic(p.entries, "edited by hand\n"); },
     };
     for (std::size_t i = 0; i < changes.size(); ++i) {

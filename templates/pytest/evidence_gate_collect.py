@@ -1,0 +1,97 @@
+"""Collect mode of the Evidence Gate pytest plugin (``--evidence-gate-collect`` with
+``--collect-only``): one JSON document describing the suite (each test with its markers)
+and the configuration that found it (rootdir, config file, options and where they came
+from, conftests, plugins, interpreter). evgate turns it into the receipt and the CTest
+entries.
+"""
+
+import os
+import platform
+import shlex
+import sys
+import types
+
+import pytest
+
+from evidence_gate_manifest import write_json_atomic
+
+SCHEMA = 1
+
+
+class CollectRecorder:
+    """Hooks and state of collect mode."""
+
+    def __init__(self, config):
+        self.config = config
+        self.errors = []
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append({"nodeid": report.nodeid, "message": str(report.longrepr)[:2000]})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        config = self.config
+        write_json_atomic(config.option.evidence_gate_collect, {
+            "schema": SCHEMA,
+            "rootdir": str(config.rootpath),
+            "configfile": str(config.inipath) if config.inipath else None,
+            "inifile_kind": config.inipath.name if config.inipath else None,
+            "testpaths": list(config.getini("testpaths")),
+            "addopts": list(config.getini("addopts")) + shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+            # The same by source: evgate says where an option that thins the run came from.
+            "addopts_ini": list(config.getini("addopts")),
+            "addopts_env": shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+            "args": list(config.args),
+            "invocation_dir": str(config.invocation_params.dir),
+            "conftests": loaded_conftests(config),
+            "plugins": plugin_list(config),
+            "python": sys.executable,
+            "python_version": platform.python_version(),
+            "pytest_version": pytest.__version__,
+            "tests": [describe(item) for item in session.items],
+            "errors": self.errors,
+            "exitstatus": int(exitstatus),
+        })
+
+
+def plugin_list(config):
+    """Plugin modules that are neither pytest's own nor conftests, with their distribution."""
+    dists = {id(plugin): dist for plugin, dist in config.pluginmanager.list_plugin_distinfo()}
+    plugins = []
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        # Non-module plugins are state objects of a module plugin listed anyway.
+        if (not isinstance(plugin, types.ModuleType) or name.isdigit()
+                or plugin.__name__ == "_pytest" or plugin.__name__.startswith("_pytest.")
+                or os.path.basename(getattr(plugin, "__file__", None) or "") == "conftest.py"):
+            continue
+        dist = dists.get(id(plugin))
+        plugins.append({
+            "name": name,
+            "dist": dist.project_name if dist is not None else None,
+            "version": dist.version if dist is not None else None,
+        })
+    return sorted(plugins, key=lambda p: p["name"])
+
+
+def describe(item):
+    sensitive = item.get_closest_marker("env_sensitive")
+    return {
+        "id": item.nodeid,
+        "serial": item.get_closest_marker("serial") is not None,
+        "writes": sorted({group for mark in item.iter_markers("writes") for group in mark.args}),
+        "env_sensitive": None if sensitive is None else {
+            # str(): a datetime.date for "until" becomes YYYY-MM-DD.
+            key: None if sensitive.kwargs.get(key) is None else str(sensitive.kwargs[key])
+            for key in ("until", "owner", "reason")
+        },
+    }
+
+
+def loaded_conftests(config):
+    """The conftest files pytest loaded, absolute (run mode's session record says them too)."""
+    return sorted({
+        os.path.abspath(plugin.__file__)
+        for plugin in config.pluginmanager.get_plugins()
+        if isinstance(plugin, types.ModuleType)
+        and os.path.basename(getattr(plugin, "__file__", None) or "") == "conftest.py"
+    })
