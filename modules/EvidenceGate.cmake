@@ -25,12 +25,14 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [PYTEST_ARGS arg...]
                             [ENVIRONMENT VAR=value...]
                             [TIMEOUT seconds]
+                            [TEST_TIMEOUT seconds]
+                            [ISOLATION fork|process]
                             [LABELS label...])
 
   Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` and ``<name>.restore``
   (when there are fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
   ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.localise``, ``<name>.ledger``,
-  ``<name>.gate`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
+  ``<name>.gate``, ``<name>.release`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
   ``${CMAKE_CURRENT_BINARY_DIR}/evidence/<name>/``; nothing is written to the source tree.
@@ -138,6 +140,26 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     read one record. A step ended by its timeout fails; the steps that need it do not run,
     so the gate is never PASS, and ``<name>.restore`` puts the fixture groups back.
 
+  ``TEST_TIMEOUT seconds``
+    Bound on one test, setup and teardown included, in every run, rerun and localisation
+    probe: a test past it is ``interrupted`` ("exceeded TEST_TIMEOUT"), its pytest process is
+    killed and the rest of its order goes on in a new one, so a hanging test costs at most
+    this per occurrence. ``0`` turns it off (``TIMEOUT`` still bounds each process). Default:
+    120.
+
+  ``ISOLATION fork|process``
+    How the runs' pytest processes start. ``fork``: the receipt's collection stays, collected,
+    as a server, and every run, rerun and localisation probe is a fork of it (the perturbed
+    run is always a fresh interpreter); where forking is unsafe (not Linux, threads or child
+    processes alive after collection, a collection error, a plugin answering
+    ``pytest_evidence_gate_fork_unsafe``, ``ctest`` not running the steps) each run starts a
+    process instead, and the receipt and every run record say why. ``process``: a fresh
+    interpreter each. Either way every process of an invocation has the same
+    ``PYTHONHASHSEED`` (chosen at random by the receipt step and recorded in
+    ``receipt.json``, unless the suite sets one), so both give the same ledger. ``<name>.release``
+    stops the server after the last run; it also ends when its ``ctest`` is gone, or after 15
+    minutes without a run. Default: ``fork``.
+
   ``LABELS label...``
     Extra CTest labels. Default: none.
 
@@ -155,7 +177,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/EvidenceGateHelpers.cmake")
 
 function(evidence_gate_add_suite name)
   set(options "")
-  set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT)
+  set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT TEST_TIMEOUT ISOLATION)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
@@ -183,7 +205,8 @@ function(evidence_gate_add_suite name)
 
   # One default per keyword, as the documentation above gives them (ROOT is relative to
   # CMAKE_CURRENT_SOURCE_DIR: `.` is that directory, whatever its path holds).
-  set(defaults ROOT . SEEDS 8 RERUNS 2 LOCALISE 30 BASELINE_TOLERANCE 0 TIMEOUT 600 PERTURB ON PER_TEST ON)
+  set(defaults ROOT . SEEDS 8 RERUNS 2 LOCALISE 30 BASELINE_TOLERANCE 0 TIMEOUT 600 TEST_TIMEOUT 120 ISOLATION fork
+      PERTURB ON PER_TEST ON)
   while(defaults)
     list(POP_FRONT defaults keyword default)
     if(NOT DEFINED arg_${keyword})
@@ -201,13 +224,16 @@ function(evidence_gate_add_suite name)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
   endforeach()
-  foreach(number SEEDS RERUNS LOCALISE BASELINE_TOLERANCE TIMEOUT)
+  foreach(number SEEDS RERUNS LOCALISE BASELINE_TOLERANCE TIMEOUT TEST_TIMEOUT)
     if(NOT arg_${number} MATCHES "^[0-9]+$")
       message(FATAL_ERROR "evidence_gate_add_suite(): ${number} must be a whole number, not \"${arg_${number}}\"")
     endif()
   endforeach()
   if(arg_TIMEOUT EQUAL 0)
     message(FATAL_ERROR "evidence_gate_add_suite(): TIMEOUT must be at least 1 second")
+  endif()
+  if(NOT arg_ISOLATION MATCHES "^(fork|process)$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ISOLATION must be fork or process, not \"${arg_ISOLATION}\"")
   endif()
   foreach(switch PERTURB PER_TEST)
     if(NOT arg_${switch} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
@@ -277,7 +303,9 @@ function(evidence_gate_add_suite name)
     "  \"pytest_args\": ${json_pytest_args},\n"
     "  \"environment\": ${json_environment},\n"
     "  \"baseline_tolerance\": ${arg_BASELINE_TOLERANCE},\n"
-    "  \"timeout\": ${arg_TIMEOUT}\n"
+    "  \"timeout\": ${arg_TIMEOUT},\n"
+    "  \"test_timeout\": ${arg_TEST_TIMEOUT},\n"
+    "  \"isolation\": \"${arg_ISOLATION}\"\n"
     "}\n")
   configure_file("${draft}" "${suite_file}" COPYONLY)
   foreach(input IN ITEMS "${fixtures}" "${quarantine}")
@@ -305,7 +333,8 @@ function(evidence_gate_add_suite name)
   set(lock "evidence-gate-fixtures-${root_hash}")
   set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
-  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.baseline-update)
+  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.baseline-update
+      ${name}.release)
   if(fixtures)
     add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures "${suite_arg}")
     set_tests_properties(${name}.fixtures PROPERTIES FIXTURES_SETUP ${name}.fixtures RESOURCE_LOCK ${lock})
@@ -321,10 +350,13 @@ function(evidence_gate_add_suite name)
   set_tests_properties(${name}.manifest PROPERTIES FIXTURES_SETUP ${name}.env)
   add_test(NAME ${name}.receipt COMMAND ${tool} receipt "${suite_arg}")
   set_tests_properties(${name}.receipt PROPERTIES FIXTURES_SETUP ${name}.receipt)
+  # After the last step that runs pytest: the collected session the receipt left serving forks.
+  add_test(NAME ${name}.release COMMAND ${tool} release "${suite_arg}")
+  set_tests_properties(${name}.release PROPERTIES FIXTURES_CLEANUP ${name}.receipt)
   if(fixtures)
     set_tests_properties(${name}.receipt PROPERTIES FIXTURES_REQUIRED ${name}.fixtures)
   endif()
-  set(steps ${name}.manifest ${name}.receipt)
+  set(steps ${name}.manifest ${name}.receipt ${name}.release)
   set(run_steps "")
   foreach(seed RANGE 0 ${arg_SEEDS})
     add_test(NAME ${name}.seed.${seed} COMMAND ${tool} run "${suite_arg}" --seed ${seed})

@@ -25,6 +25,9 @@ import pytest
 from evidence_gate_collect import CollectRecorder
 from evidence_gate_records import RunRecorder
 
+# Fork mode (--evidence-gate-serve): its options, hook and plugin are in a module of their own.
+pytest_plugins = ("evidence_gate_fork",)
+
 MARKERS = (
     "writes(group, ...): the test owns these evidence-gate fixture groups.",
     "serial: evidence-gate keeps this test's place in collection order.",

@@ -127,9 +127,15 @@ class RunRecorder:
     # anything else of the test loop.
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session):
+        self.after_collection()
+        yield
+
+    def after_collection(self):
+        """What the test loop starts with (a fork of a collected session, evidence_gate_fork,
+        calls it itself): changes to the groups since start-up, and what start-up and collection
+        left running."""
         self.check_outside("collection")
         self.leftovers.note("collection")
-        yield
 
     def check_outside(self, phase):
         """Changes to the groups since the last check, made outside any test: in `phase`."""

@@ -227,11 +227,12 @@ STOPPER = """
 def test_a_test_that_stops_evgate_ends_in_bounded_time_and_the_tree_is_restored(project):
     """A test SIGSTOPs its parent evgate mid-run: the step's CTest TIMEOUT (3 x TIMEOUT + 30 s)
     ends it, the steps after it do not run (the gate is not PASS), and <name>.restore, which
-    CTest runs after every step that touches the groups, completes the killed run's restore."""
+    CTest runs after every step that touches the groups, completes the killed run's restore.
+    (With ISOLATION fork the test's parent is the fork server: test_forks.py.)"""
     project.write("data/state.txt", "pristine\n")
     project.write("fixtures.manifest", "data: data/*\n")
     project.write(TEST_FILE, STOPPER)
-    project.suite(f"{FAST} TIMEOUT 3")
+    project.suite(f"{FAST} TIMEOUT 3 ISOLATION process")
     with project.checked():
         project.configured()
         start = time.monotonic()
@@ -262,7 +263,7 @@ def test_every_step_has_a_ctest_timeout_derived_from_timeout(project):
                 for t in tests}
     one, run_step = 2 * 7 + 30, 3 * 7 + 30
     expected = {f"{SUITE}.{step}": one for step in ("fixtures", "restore", "manifest", "receipt", "ledger", "gate",
-                                                    "baseline-update")}
+                                                    "baseline-update", "release")}
     expected.update({f"{SUITE}.seed.{k}": run_step for k in range(3)})
     expected.update({f"{SUITE}.perturbed": run_step, f"{SUITE}.rerun": (2 + 2) * (1 + 1) * 7 + 30,
                      f"{SUITE}.localise": (10 * 3 + 2) * 7 + 30, f"{SUITE}/{TEST_FILE}::test_one": 60})

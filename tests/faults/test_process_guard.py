@@ -62,8 +62,13 @@ def data_project(project, tests, conftest=None, arguments=FAST):
 
 
 # Only in run mode: the receipt's collection imports conftests and test modules too, and this
-# file is about the runs.
+# file is about the runs. Asked when the hook or handler runs: a fork of the collected session
+# (ISOLATION fork) has the run's command line from the moment it starts, but its start-up and
+# collection were the receipt's.
 IN_RUNS = 'any(a.startswith("--evidence-gate-run=") for a in __import__("sys").argv)'
+# A run's own start-up and imports: only a process has them (a fork's were the receipt's
+# collection, which the receipt step guards: test_tree_guard.py).
+OWN_START_UP = "ISOLATION process"
 
 PASSING = """
     def test_one():
@@ -202,36 +207,35 @@ def test_records_rewritten_in_place_at_session_end_block(project):
 # ============================================================== 2. changes outside any test
 
 
-# where: (files that change data/config.txt outside any test, the phase's words in the row)
+# where: (files that change data/config.txt outside any test, the phase's words in the row, extra
+# suite arguments)
 OUTSIDE = {
     "conftest-import": ({"conftest.py": f"""
         if {IN_RUNS}:
             open("data/config.txt", "w").write("written at conftest import\\n")
-    """}, r"at start-up or collection"),
+    """}, r"at start-up or collection", OWN_START_UP),
     "test-module-import": ({TEST_FILE: textwrap.dedent(f"""
         if {IN_RUNS}:
             open("data/config.txt", "w").write("written at import\\n")
-    """) + textwrap.dedent(PASSING)}, r"at start-up or collection"),
+    """) + textwrap.dedent(PASSING)}, r"at start-up or collection", OWN_START_UP),
     "collection-hook": ({"conftest.py": f"""
         def pytest_collection_finish(session):
             if {IN_RUNS}:
                 open("data/config.txt", "w").write("written by a collection hook\\n")
-    """}, r"at start-up or collection"),
+    """}, r"at start-up or collection", ""),
     "sessionfinish": ({"conftest.py": f"""
         def pytest_sessionfinish(session):
             if {IN_RUNS}:
                 open("data/config.txt", "w").write("written at session end\\n")
-    """}, r"at session end"),
+    """}, r"at session end", ""),
     "atexit": ({"conftest.py": f"""
         import atexit
 
+        @atexit.register
         def write():
-            open("data/config.txt", "w").write("written at exit\\n")
-
-        def pytest_configure(config):
             if {IN_RUNS}:
-                atexit.register(write)
-    """}, r"after pytest's session ended"),
+                open("data/config.txt", "w").write("written at exit\\n")
+    """}, r"after pytest's session ended", ""),
     "thread-after-the-session": ({TEST_FILE: """
         import threading
         import time
@@ -249,19 +253,19 @@ OUTSIDE = {
         @pytest.mark.serial
         def test_leaves_a_thread():
             threading.Thread(target=write_later).start()  # not a daemon: the interpreter waits for it
-    """}, r"after pytest's session ended"),
+    """}, r"after pytest's session ended", ""),
 }
 
 
 @pytest.mark.parametrize("where", sorted(OUTSIDE))
 def test_a_group_changed_outside_any_test_blocks_naming_the_phase(project, where):
-    files, phase = OUTSIDE[where]
+    files, phase, arguments = OUTSIDE[where]
     project.write(CONFIG, "pristine\n")
     project.write("fixtures.manifest", GROUPS)
     project.write(TEST_FILE, PASSING)
     for rel, text in files.items():
         project.write(rel, text)
-    project.suite(f"{FAST} TESTS tests")
+    project.suite(f"{FAST} TESTS tests {arguments}")
     with project.checked():
         project.configured()
         result = project.evidence()
@@ -347,9 +351,10 @@ EXITS = {
         import atexit
         import os
 
-        def pytest_configure(config):
+        @atexit.register
+        def leave():
             if {IN_RUNS}:
-                atexit.register(os._exit, 4)
+                os._exit(4)
     """}, "", r"pytest ended \(exit 4\) after its session ended with status 0"),
     "a-thread-keeps-pytest-alive-past-the-timeout": ({TEST_FILE: PASSING + """
     import threading, time

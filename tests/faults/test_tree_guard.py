@@ -101,7 +101,8 @@ def test_a_collection_that_writes_a_fixture_at_import_blocks_and_the_file_never_
             assert pristine.read_text() == "pristine\n", "the import-time write was taken for pristine"
 
 
-def test_a_conftest_that_edits_a_tracked_file_at_import_blocks_naming_it(project):
+@pytest.mark.parametrize("isolation", ["fork", "process"])
+def test_a_conftest_that_edits_a_tracked_file_at_import_blocks_naming_it(project, isolation):
     """Beyond the fixture groups: a conftest rewrites the project's README when pytest loads it."""
     project.write("README.txt", "the project\n")
     project.write("tests/conftest.py", """
@@ -110,7 +111,7 @@ def test_a_conftest_that_edits_a_tracked_file_at_import_blocks_naming_it(project
         Path("README.txt").write_text("rewritten by a conftest\\n")
     """)
     project.write(TEST_FILE, "def test_one():\n    pass\n")
-    project.suite("SEEDS 1 PERTURB OFF TESTS tests")
+    project.suite(f"SEEDS 1 PERTURB OFF ISOLATION {isolation} TESTS tests")
     git_repository(project.root)
     with project.checked():
         project.configured()
@@ -123,7 +124,9 @@ def test_a_conftest_that_edits_a_tracked_file_at_import_blocks_naming_it(project
                 f"{phase} changed README.txt in the source tree, outside every fixture group, outside any test"), rows
             assert rows[check]["dirty"] == ["(source tree)"], rows[check]
         # Every run's processes load the conftest too: each is named, the tree put back each time.
-        assert any(name.startswith("tree:seed.") for name in rows), project.ledger()
+        # Forks of the receipt's collection load nothing: its import was the receipt's.
+        seeds = [name for name in rows if name.startswith("tree:seed.")]
+        assert bool(seeds) == (isolation == "process"), project.ledger()
 
 
 # ============================================================== 2. directory modes

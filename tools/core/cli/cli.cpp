@@ -31,6 +31,7 @@ const Command kCommands[] = {
     {"localise",  Loads::fixture_store, nullptr,            cmd_localise,    "name the partner of every order-dependent test, within a budget of runs"},
     {"replay",    Loads::suite,         replay_options,     cmd_replay,      "replay an order and say whether the failure reproduced"},
     {"ledger",    Loads::suite,         ledger_options,     cmd_ledger,      "build the ledger, reports and per-test verdicts (exit 0 when built)"},
+    {"release",   Loads::suite,         nullptr,            cmd_release,     "stop the collected session the receipt left serving forks"},
     {"gate",      Loads::suite,         gate_options,       cmd_gate,        "build the ledger (or read it), print the gate; exit 1 when a row blocks"},
     {"verdict",   Loads::suite,         verdict_options,    cmd_verdict,     "print a test's verdict, as its CTest entry does (exit 1: none)"},
     {"discover",  Loads::suite,         discover_options,   cmd_discover,    "write one CTest entry per test (collects only when something changed)"},

@@ -60,6 +60,7 @@ inline std::string log_name(const std::string& id) { return id + ".log"; }
 inline std::string collection_name(const std::string& purpose) { return purpose + ".collect.json"; }
 inline constexpr char kGitScratch[] = "git.out";         // git's output while the receipt reads the git state
 inline constexpr char kFromPythonSuffix[] = ".python";   // <manifest>.python: the manifest as Python wrote it
+inline constexpr char kForkServer[] = "fork-server.json";  // the server the receipt's pytest forked, or why none
 
 // --- In fixtures/ (fixtures/fixture_store.hpp) ---------------------------------------------------
 namespace fixtures {

@@ -44,6 +44,12 @@ SuiteConfig load_suite_config(const std::filesystem::path& file) {
     config.seeds = positive_int(doc, "seeds", config.seeds, source);
     config.reruns = positive_int(doc, "reruns", config.reruns, source);
     config.timeout_seconds = positive_int(doc, "timeout", config.timeout_seconds, source);
+    config.test_timeout_seconds = positive_int(doc, "test_timeout", config.test_timeout_seconds, source);
+    if (const auto isolation = optional_string(doc, "isolation", source)) {
+        if (*isolation != "fork" && *isolation != "process")
+            throw InputError(source, 0, "'isolation' is neither \"fork\" nor \"process\": " + quote(*isolation));
+        config.isolation = *isolation;
+    }
     config.baseline_tolerance = positive_int(doc, "baseline_tolerance", 0, source);
     config.localise_runs = positive_int(doc, "localise", config.localise_runs, source);
     if (const auto* perturb = member(doc, "perturb"); perturb != nullptr) {

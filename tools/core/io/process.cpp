@@ -27,7 +27,6 @@ namespace evgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kGracePeriod{2000};
 // After reading the channel, the next look waits this long: records come a few per test, and
 // waking for each would cost a context switch apiece. The child's end is seen at once meanwhile.
 constexpr std::chrono::milliseconds kChannelQuiet{5};
@@ -74,7 +73,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     ::_exit(127);
 }
 
-enum class Wait { exited, deadline, stopped };
+enum class Wait { exited, deadline, test_deadline, stopped };
 
 // Waits for one child: sleeps in poll(2) on a pidfd (its end is seen at once; before Linux
 // 5.3, in short naps), on the child's channel and on the stop pipe.
@@ -90,9 +89,9 @@ public:
     Waiter(const Waiter&) = delete;
     Waiter& operator=(const Waiter&) = delete;
 
-    // Until the child ended (status filled in), `deadline` passed (when bounded) or a stop was
-    // asked (when `stoppable`).
-    Wait until(Clock::time_point deadline, bool bounded, bool stoppable, int& status) {
+    // Until the child ended (status filled in), `deadline` passed (when bounded), the running
+    // test's bound passed (when `per_test`) or a stop was asked (when `stoppable`).
+    Wait until(Clock::time_point deadline, bool bounded, bool stoppable, int& status, bool per_test = false) {
         auto nap = std::chrono::milliseconds(1);
         for (;;) {
             if (exited()) {
@@ -107,11 +106,14 @@ public:
             if (stoppable && stop_requested != 0) return Wait::stopped;
             const auto now = Clock::now();
             if (bounded && now >= deadline) return Wait::deadline;
+            const auto test_deadline = per_test && spec_.test_deadline ? spec_.test_deadline() : std::nullopt;
+            if (test_deadline && now >= *test_deadline) return Wait::test_deadline;
             if (spec_.progress && now >= next_progress_) {
                 spec_.progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_));
                 next_progress_ = now + spec_.progress_every;
             }
             auto wake = bounded ? deadline : now + std::chrono::hours(1);
+            if (test_deadline) wake = std::min(wake, *test_deadline);
             if (spec_.progress) wake = std::min(wake, next_progress_);
             auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1);
             if (pidfd_ < 0) {
@@ -159,7 +161,8 @@ private:
 // Descendants that left our process group (setsid) are reparented to us, a subreaper, when
 // their parent dies; after each run the ones no running process of ours owns are killed.
 std::mutex live_mutex;
-std::set<pid_t> live;  // children whose runs are under way (reruns run side by side)
+std::set<pid_t> live;    // children whose runs are under way (reruns run side by side)
+std::set<pid_t> spared;  // processes left running on purpose (ProcessSpec::survivor)
 
 std::vector<pid_t> my_children() {
     std::vector<pid_t> children;
@@ -177,7 +180,7 @@ void kill_orphans() {
         {
             const std::lock_guard<std::mutex> lock(live_mutex);
             for (pid_t pid : my_children())
-                if (!live.count(pid)) orphans.push_back(pid);
+                if (!live.count(pid) && !spared.count(pid)) orphans.push_back(pid);
         }
         if (orphans.empty()) return;
         for (pid_t pid : orphans) {
@@ -190,16 +193,22 @@ void kill_orphans() {
 }  // namespace
 
 std::string ProcessResult::describe() const {
+    const std::string also = note.empty() ? "" : "; " + note;
     if (stopped != 0) {
         const char* name = ::sigabbrev_np(stopped);
-        return std::string("stopped by SIG") + (name ? name : std::to_string(stopped).c_str());
+        return std::string("stopped by SIG") + (name ? name : std::to_string(stopped).c_str()) + also;
     }
-    if (timed_out) return "timed out after " + std::to_string(elapsed.count() / 1000) + " s";
+    if (test_timed_out.count() > 0) {
+        const auto ms = test_timed_out.count();
+        return "exceeded TEST_TIMEOUT (" + (ms % 1000 ? std::to_string(ms) + " ms" : std::to_string(ms / 1000) + " s") + ")" + also;
+    }
+    if (timed_out) return "timed out after " + std::to_string(elapsed.count() / 1000) + " s" + also;
+    if (exit_code < 0 && signal == 0 && !note.empty()) return "ended, how is not known: " + note;
     if (signal != 0) {
         const char* name = ::sigabbrev_np(signal);
-        return "killed by signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "");
+        return "killed by signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "") + also;
     }
-    return "exit " + std::to_string(exit_code);
+    return "exit " + std::to_string(exit_code) + also;
 }
 
 ProcessResult run_process(const ProcessSpec& spec) {
@@ -232,11 +241,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
     int status = 0;
     Waiter waiter(pid, spec, start);
     const bool bounded = spec.timeout.count() > 0;
-    auto ended = waiter.until(start + spec.timeout, bounded, true, status);
-    if (ended == Wait::deadline) {
-        result.timed_out = true;
+    auto ended = waiter.until(start + spec.timeout, bounded, true, status, true);
+    if (ended == Wait::test_deadline) result.test_timed_out = spec.test_timeout;
+    if (ended == Wait::deadline || ended == Wait::test_deadline) {
+        result.timed_out = ended == Wait::deadline;
         ::kill(-pid, SIGTERM);
-        ended = waiter.until(Clock::now() + kGracePeriod, true, true, status);
+        ended = waiter.until(Clock::now() + kStopGracePeriod, true, true, status);
     }
     if (ended == Wait::stopped) result.stopped = stop_requested;
     if (ended != Wait::exited) {
@@ -247,6 +257,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
     {
         const std::lock_guard<std::mutex> lock(live_mutex);
         live.erase(pid);
+        if (spec.survivor)
+            if (const pid_t kept = spec.survivor(); kept > 0) spared.insert(kept);
     }
     kill_orphans();  // and whatever left the group
     if (spec.channel) spec.channel->drain();  // what they wrote before they died
@@ -308,6 +320,8 @@ void install_stop_handlers() {
 }
 
 int stop_signal() { return stop_requested; }
+
+int stop_fd() { return stop_pipe[0]; }
 
 void throw_if_stopped() {
     if (stop_requested != 0) throw Stopped(stop_requested);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct ProcessSpec {
     // On a stop request the child's group is killed; then run_process throws Stopped, unless the
     // caller has something to finish first (a restore): then the result says `stopped`.
     bool return_when_stopped = false;
+    // The bound on the test running now (TEST_TIMEOUT), asked at every wake: when it returns a
+    // time that has passed, the child is ended as on `timeout` and the result says
+    // `test_timed_out`. Empty, or nullopt: no test runs, or none is bounded.
+    std::function<std::optional<std::chrono::steady_clock::time_point>()> test_deadline;
+    std::chrono::milliseconds test_timeout{0};  // that bound, for the words of the result
+    // Called once the child ended, before what it left running is killed: a process the child
+    // leaves running on purpose (the receipt's pytest: the fork server it forked), spared by
+    // that kill now and by every later one in this evgate. 0: none.
+    std::function<pid_t()> survivor;
 };
 
 struct ProcessResult {
@@ -48,10 +58,13 @@ struct ProcessResult {
     int signal = 0;      // when a signal ended it
     bool timed_out = false;
     int stopped = 0;     // the signal that asked evgate to stop while it ran (the child was killed)
+    std::chrono::milliseconds test_timed_out{0};  // the TEST_TIMEOUT a test exceeded (the child was killed)
+    std::string note;    // what else is known of its end ("the fork server was gone")
     std::chrono::milliseconds elapsed{0};
 
-    bool exited_with(int code) const { return signal == 0 && !timed_out && exit_code == code; }
-    std::string describe() const;  // "exit 1", "killed by signal 9 (SIGKILL)", "timed out after 600 s"
+    bool exited_with(int code) const { return signal == 0 && !timed_out && test_timed_out.count() == 0 && exit_code == code; }
+    // "exit 1", "killed by signal 9 (SIGKILL)", "timed out after 600 s", "exceeded TEST_TIMEOUT (60 s)"
+    std::string describe() const;
 };
 
 // Runs to completion or timeout. On timeout the whole group gets SIGTERM, then SIGKILL after a
@@ -80,5 +93,10 @@ void install_stop_handlers();
 int stop_signal();
 // Throws Stopped when a stop was asked: a loop that starts work checks before each piece.
 void throw_if_stopped();
+// Readable once a stop was asked (-1 before install_stop_handlers): for a caller that waits on
+// its own descriptors (a fork's run, fork_session.hpp).
+int stop_fd();
+// How long a child whose time is up has between SIGTERM and SIGKILL.
+constexpr std::chrono::milliseconds kStopGracePeriod{2000};
 
 }  // namespace evgate

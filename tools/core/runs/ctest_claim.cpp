@@ -130,10 +130,14 @@ CtestClaim take_claim(const CtestClaim& held, const ProcessIdentity& ctest, cons
     return claim;
 }
 
-void claim_for_ctest(const fs::path& evidence_dir) {
+std::optional<ProcessIdentity> ctest_parent() {
     const int parent = static_cast<int>(::getppid());
-    if (!is_ctest(parent)) return;  // by hand, or by cmake at configure time
-    const auto ctest = process_identity(parent);
+    if (!is_ctest(parent)) return std::nullopt;  // by hand, or by cmake at configure time
+    return process_identity(parent);
+}
+
+void claim_for_ctest(const fs::path& evidence_dir) {
+    const auto ctest = ctest_parent();
     const auto self = process_identity(static_cast<int>(::getpid()));
     if (!ctest || !self) return;
     fs::create_directories(evidence_dir);

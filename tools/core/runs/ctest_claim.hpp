@@ -38,6 +38,9 @@ CtestClaim parse_claim(const std::string& text);  // what it cannot read it leav
 CtestClaim take_claim(const CtestClaim& held, const ProcessIdentity& ctest, const ProcessIdentity& step,
                       const std::function<bool(const ProcessIdentity&)>& alive, std::string& refusal);
 
+// The ctest that runs this process (its parent), if ctest does.
+std::optional<ProcessIdentity> ctest_parent();
+
 // Claims `evidence_dir` for the ctest that runs this process, if ctest does; throws Error
 // ("another ctest is running in this build tree (pid N)") when another one holds it.
 void claim_for_ctest(const std::filesystem::path& evidence_dir);

@@ -10,6 +10,7 @@
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
+#include "runs/fork_session.hpp"
 #include "runs/process_checks.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/record_channel.hpp"
@@ -48,9 +49,16 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     w.Key("complete"), w.Bool(summary.complete);
     w.Key("receipt"), w.String(receipt_id);
     w.Key("processes"), w.Int(summary.processes);
+    w.Key("isolation"), w.String(summary.isolation);  // how they were started: fork, process
+    if (!summary.isolation_note.empty()) w.Key("isolation_note"), w.String(summary.isolation_note);
     w.Key("note"), w.String(summary.note);
     w.EndObject();
     return std::string(json.text());
+}
+
+// A record line of this event, as the plugin sends them (RECORD_ENCODER: no spaces).
+bool is_event(std::string_view line, std::string_view event) {
+    return line.find("\"event\":\"" + std::string(event) + "\"") != std::string_view::npos;
 }
 
 // The groups this process's records say changed: in its tests, declared or not, and outside them.
@@ -128,7 +136,11 @@ struct OrderSetup {
 class OrderRun {
 public:
     explicit OrderRun(OrderSetup setup)
-        : at_(std::move(setup)), source_(at_.records.path().string()), verified_ns_(listed_ns(at_.store)), remaining_(at_.plan.tests) {}
+        : at_(std::move(setup)), source_(at_.records.path().string()), verified_ns_(listed_ns(at_.store)), remaining_(at_.plan.tests),
+          forks_(at_.suite, at_.receipt) {
+        if (!at_.plan.environment.empty() || !at_.plan.cpus.empty())
+            forks_.decline("its environment is not the collection's: a fresh interpreter");
+    }
 
     RunSummary run() {
         while (!remaining_.empty())
@@ -138,7 +150,9 @@ public:
 
 private:
     bool one_process();
+    ProcessResult run_pytest(RecordChannel& channel);
     ProcessSpec pytest_spec(RecordChannel& channel) const;
+    void note_tests(std::string_view lines);
     [[noreturn]] void stop(const ProcessResult& result);
     void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
     bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
@@ -160,6 +174,9 @@ private:
     bool scanning_ = false;  // leases by stat scan: the change notifications missed a change
     std::string lease_note_;
     std::size_t results_ = 0;
+    ForkSession forks_;  // forks of the collected session, while its server serves this run
+    bool forked_ = false;  // the last process was a fork
+    std::optional<std::chrono::steady_clock::time_point> test_started_;  // the test running now, when its start came
 };
 
 // One pytest process over the rest of the order; false when the order is over.
@@ -170,8 +187,10 @@ bool OrderRun::one_process() {
         at_.records.append(whole);
         lines.append(whole);
         results_ += results_in(whole);
+        note_tests(whole);
     });
-    const auto result = run_process(pytest_spec(channel));
+    test_started_.reset();
+    const auto result = run_pytest(channel);
     last_ = result;
     ++summary_.processes;
     verified_ns_ = wall_clock_ns();
@@ -180,10 +199,32 @@ bool OrderRun::one_process() {
     record_channel_trouble(channel, lines);
     const auto process = parse_run_records(lines, source_);
     if (order_again(put_back, process)) return true;
+    // A fork lost with its server before it sent a byte (the server died, a test of a run beside
+    // this one killed it) ran nothing of the order: the order goes on in a process.
+    if (forked_ && !forks_.forking() && lines.empty() && channel.pytest_tail().empty()) return true;
     if (const auto diverged = order_divergence(collected_part(remaining_, process), process.started))
         at_.records.append_record(reason_record("order", *diverged));
     if (const auto problem = exit_status_problem(process, result)) at_.records.append_record(reason_record("status", *problem));
     return carry_on(process, result);
+}
+
+// A fork of the collected session while its server serves this run, else a process.
+ProcessResult OrderRun::run_pytest(RecordChannel& channel) {
+    const auto spec = pytest_spec(channel);
+    auto forked = forks_.run(spec);
+    forked_ = forked.has_value();
+    return forked ? *forked : run_process(spec);
+}
+
+// TEST_TIMEOUT counts from a test's start record to its result.
+void OrderRun::note_tests(std::string_view lines) {
+    while (!lines.empty()) {
+        const auto end = lines.find('\n');
+        const auto line = lines.substr(0, end);
+        if (is_event(line, "start")) test_started_ = std::chrono::steady_clock::now();
+        else if (is_event(line, "result")) test_started_.reset();
+        lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 1);
+    }
 }
 
 ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
@@ -199,7 +240,18 @@ ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     if (scanning_) args.push_back("--evidence-gate-lease=scan");
 
     auto spec = pytest_process(at_.suite, args, at_.log);
+    // The collection's hash seed, fork or process, unless the run's own environment says
+    // otherwise (the perturbed run's).
+    if (!forks_.hash_seed().empty())
+        spec.environment = environment_with(std::move(spec.environment), {"PYTHONHASHSEED=" + forks_.hash_seed()});
     spec.environment = environment_with(std::move(spec.environment), plan.environment);
+    if (at_.suite.test_timeout_seconds > 0) {
+        spec.test_timeout = std::chrono::seconds(at_.suite.test_timeout_seconds);
+        spec.test_deadline = [this, bound = spec.test_timeout]() -> std::optional<std::chrono::steady_clock::time_point> {
+            if (!test_started_) return std::nullopt;
+            return *test_started_ + bound;
+        };
+    }
     spec.cpus = plan.cpus;
     spec.channel = &channel;
     spec.return_when_stopped = true;  // the restore comes first
@@ -212,6 +264,8 @@ ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
 
 void OrderRun::stop(const ProcessResult& result) {
     summary_.note = result.describe() + " while pytest ran; its processes were killed and the fixture groups restored";
+    summary_.isolation = forks_.isolation(summary_.processes);
+    summary_.isolation_note = forks_.why();
     at_.records.finish(finished_record(summary_, at_.receipt.id));
     fs::remove(at_.order);
     throw Stopped(result.stopped);
@@ -297,6 +351,8 @@ RunSummary OrderRun::finish() {
     if (!summary_.complete && summary_.note.empty())
         summary_.note = "some planned tests have no result (" + describe_pytest(last_) + "); see " + at_.log.string();
     if (!lease_note_.empty()) summary_.note = lease_note_ + (summary_.note.empty() ? "" : "; " + summary_.note);
+    summary_.isolation = forks_.isolation(summary_.processes);
+    summary_.isolation_note = forks_.why();
     at_.records.finish(finished_record(summary_, at_.receipt.id));
     fs::remove(at_.order);
     return summary_;

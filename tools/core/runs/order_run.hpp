@@ -21,6 +21,8 @@ struct RunSummary {
     std::size_t results = 0, failed = 0;  // tests with a result, and those failed or in error
     std::vector<std::string> interrupted;
     std::string note;
+    std::string isolation;       // how its processes were started: "fork", "process", "fork, then process"
+    std::string isolation_note;  // why processes, where they were
 };
 
 // Runs `plan`'s order under a lease on the fixture groups: its plan file and records in its runs

@@ -168,13 +168,15 @@ std::vector<CollectedTest> Receipt::collected() const {
 namespace {
 
 // One --collect-only run with the suite's command line and environment.
-rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose) {
+rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose,
+                            const std::function<void(ProcessSpec&)>& prepare = {}) {
     const auto collect_file = suite.evidence_dir / evidence::collection_name(purpose);
     const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(purpose);
     fs::create_directories(log.parent_path());
     fs::remove(collect_file);
     fs::remove(log);
     auto spec = pytest_process(suite, {"--collect-only", "-q", "--evidence-gate-collect=" + collect_file.string()}, log);
+    if (prepare) prepare(spec);
     const auto result = run_process(spec);
     if (!fs::exists(collect_file)) {
         throw Error("pytest collection did not complete (" + result.describe() + "); its output is in " +
@@ -187,9 +189,10 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
 
 }  // namespace
 
-Receipt take_receipt(const SuiteConfig& suite) {
-    auto doc = collect(suite, "receipt");
+Receipt take_receipt(const SuiteConfig& suite, const ReceiptHooks& hooks) {
+    auto doc = collect(suite, "receipt", hooks.prepare);
     add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
+    if (hooks.annotate) hooks.annotate(doc);
     // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
     doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <rapidjson/document.h>
+
+#include "io/process.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
 
@@ -49,8 +53,16 @@ struct Receipt {
     std::vector<CollectedTest> collected() const;
 };
 
+// What a caller adds to the receipt's collection (fork_server.hpp: the collected session left
+// serving forks): `prepare` adjusts its pytest process before it starts, `annotate` adds fields
+// to the receipt before its digest is taken.
+struct ReceiptHooks {
+    std::function<void(ProcessSpec& spec)> prepare;
+    std::function<void(rapidjson::Document& receipt)> annotate;
+};
+
 // Collects with the suite's own command line and environment; writes receipt.json.
-Receipt take_receipt(const SuiteConfig& suite);
+Receipt take_receipt(const SuiteConfig& suite, const ReceiptHooks& hooks = {});
 Receipt load_receipt(const std::filesystem::path& file);
 
 // The node ids pytest collects now, with the suite's command line and environment.

@@ -10,6 +10,7 @@
 
 #include "inputs/evidence_layout.hpp"
 #include "runs/culprits.hpp"
+#include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
@@ -75,7 +76,9 @@ int cmd_receipt(Invocation& in) {
     // what its imports changed is put back and blocks (never taken for pristine).
     Receipt receipt;
     FixtureStore store(suite);
-    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite); });
+    // Its pytest stays, collected, as the server of every run's fork (fork_server.hpp).
+    ForkServerStart serving(suite);
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite, serving.hooks()); });
     if (changed.changed())
         std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
@@ -83,6 +86,11 @@ int cmd_receipt(Invocation& in) {
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
     for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    const auto& isolation = serving.isolation();
+    if (isolation.forks)
+        std::cout << "evgate: " << suite.name << ": the collected session serves every run as a fork (pid " << isolation.server->pid << ")\n";
+    else
+        std::cout << "evgate: " << suite.name << ": every run starts its own pytest processes: " << isolation.why << '\n';
     const auto problems = receipt_problems(suite, receipt);
     if (problems.empty()) return 0;
     // No run can be trusted: the ledger says why now, since the gate will not run.
@@ -115,7 +123,7 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
     // From what evgate wrote, not from the file: a test may have changed that (the gate says so).
     std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << summary.results << " of "
               << plan.tests.size() << " tests ran, " << summary.failed << " failed, " << summary.interrupted.size()
-              << " interrupted, " << summary.processes << " pytest process(es)"
+              << " interrupted, " << summary.processes << " pytest process(es) (" << summary.isolation << ")"
               << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
 }
 
@@ -162,6 +170,13 @@ int cmd_perturbed(Invocation& in) {
     for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
     std::cout << '\n';
     return run_and_report(suite, receipt, store, plan);
+}
+
+int cmd_release(Invocation& in) {
+    const auto& suite = in.suite();
+    const auto stopped = stop_fork_server(suite);
+    std::cout << "evgate: " << suite.name << ": " << (stopped.empty() ? "no collected session was serving" : stopped) << '\n';
+    return 0;
 }
 
 int cmd_localise(Invocation& in) {

@@ -1,0 +1,71 @@
+"""ISOLATION fork and ISOLATION process give the same ledger on the examples.
+
+Each example is copied twice below tmp_path, one copy configured with ``ISOLATION process``
+added to its suites, and both run with ``ctest -L evidence`` under one PYTHONHASHSEED (what
+the receipt step would otherwise choose at random for each invocation). Every row must agree:
+verdict, gate, every run's outcome, the partner. The nondeterministic example is left out: its
+coin flips on os.urandom, whatever isolates it.
+"""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from harness import EXAMPLES, Ledger, child_env, configure_example, ctest
+
+EXAMPLES_COMPARED = ["clean", "crash", "in-memory-order", "polluter-victim", "timezone"]
+
+
+def copy_with_isolation(example, destination, isolation):
+    shutil.copytree(example, destination)
+    lists = destination / "CMakeLists.txt"
+    text = lists.read_text()
+    text, count = re.subn(r"evidence_gate_add_suite\((\w+)", rf"evidence_gate_add_suite(\1 ISOLATION {isolation}", text)
+    assert count >= 1, text
+    lists.write_text(text)
+    return destination
+
+
+def rows(binary):
+    """Per suite and test: what must not depend on how the runs were isolated."""
+    found = {}
+    for suite_file in sorted((binary / "evidence").glob("*/ledger.jsonl")):
+        ledger = Ledger(binary, suite_file.parent.name)
+        for row in ledger.rows:
+            found[(suite_file.parent.name, row["test"])] = {
+                key: row.get(key) for key in ("verdict", "gate", "outcomes", "partner", "partner_role")}
+    return found
+
+
+def isolations(binary):
+    runs = {}
+    for records in sorted((binary / "evidence").glob("*/runs/*.jsonl")):
+        if records.name.endswith(".order.jsonl"):
+            continue
+        last = json.loads(records.read_text().splitlines()[-1])
+        runs[f"{records.parent.parent.name}/{records.stem}"] = last.get("isolation")
+    return runs
+
+
+@pytest.mark.parametrize("name", EXAMPLES_COMPARED)
+def test_fork_and_process_give_the_same_ledger(tmp_path, build_dir, name):
+    env = child_env(PYTHONHASHSEED="4242")
+    ledgers = {}
+    for isolation in ("fork", "process"):
+        source = copy_with_isolation(EXAMPLES / name, tmp_path / f"src-{isolation}", isolation)
+        binary = tmp_path / f"build-{isolation}"
+        configure_example(source, binary, build_dir)
+        ctest(binary, "-j2", "-L", "evidence", env=env)
+        ledgers[isolation] = rows(binary)
+        # Seeds, reruns and alone runs are forks with ISOLATION fork, even after a crash (a new
+        # fork goes on); the perturbed run never is.
+        expected = {run: ("process" if isolation == "process" or run.endswith("/perturbed") else "fork")
+                    for run in isolations(binary)}
+        assert isolations(binary) == expected, isolations(binary)
+    assert ledgers["fork"], f"{name}: no ledger rows"
+    differ = {key: {"fork": ledgers["fork"].get(key), "process": ledgers["process"].get(key)}
+              for key in sorted(set(ledgers["fork"]) | set(ledgers["process"]))
+              if ledgers["fork"].get(key) != ledgers["process"].get(key)}
+    assert not differ, f"{name}: fork and process ledgers differ:\n{json.dumps(differ, indent=1, default=str)}"

@@ -1,0 +1,96 @@
+// A run's pytest processes as forks of the suite's collected session (fork_server.hpp): each
+// asked for on the server's socket with the run's command line, environment, log and record
+// channel, and to the run no different from what run_process starts: a process group of its own,
+// bounded by TIMEOUT and TEST_TIMEOUT, killed on a stop, what it leaves in its group killed
+// after it (what it leaves outside, the server kills). When the server refuses a run, or is
+// gone, or misbehaves, the run goes on in processes, and says so.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+
+#include <rapidjson/document.h>
+
+#include "inputs/suite_config.hpp"
+#include "io/process.hpp"
+#include "runs/ctest_claim.hpp"
+#include "runs/receipt.hpp"
+
+namespace evgate {
+
+// One connection to a fork server: a Unix stream socket whose peer must run as this user (and
+// be `expected`, pid and start time, when given); one JSON object a line each way.
+class ServerConnection {
+public:
+    // Throws Error saying why it could not connect, or whom it found instead.
+    ServerConnection(const std::filesystem::path& socket, const std::optional<ProcessIdentity>& expected);
+    ~ServerConnection();
+    ServerConnection(const ServerConnection&) = delete;
+    ServerConnection& operator=(const ServerConnection&) = delete;
+
+    pid_t peer() const { return peer_; }
+    int fd() const { return fd_; }
+    // One line (`json` and '\n'), with `fds` as SCM_RIGHTS on its first byte.
+    void send(std::string_view json, const std::vector<int>& fds = {});
+    // The next line the server sent, parsed; nullopt once it closed the connection. Waits until
+    // `deadline` (then throws Error); a stop request throws Stopped.
+    std::optional<rapidjson::Document> receive(std::chrono::steady_clock::time_point deadline);
+    // Reads what has come, without waiting; false once the server closed the connection.
+    bool read_available();
+    // A whole line read so far, parsed; nullopt when none.
+    std::optional<rapidjson::Document> next_line();
+
+private:
+    int fd_ = -1;
+    pid_t peer_ = 0;
+    std::string buffer_;
+};
+
+class ForkSession {
+public:
+    // For a run of `receipt`: forks when the receipt says a server serves its runs.
+    ForkSession(const SuiteConfig& suite, const Receipt& receipt);
+
+    // No forks for this run (a perturbed run: a fresh interpreter), saying why.
+    void decline(std::string why);
+    // `spec` (a pytest process as pytest_command.hpp makes it, with its record channel) as a
+    // fork. nullopt when no fork was started: the server refused, or is gone (why() says so, and
+    // no later process of this run is asked for): the caller starts a process, with the channel
+    // untouched. Throws Stopped as run_process does.
+    std::optional<ProcessResult> run(const ProcessSpec& spec);
+
+    bool forking() const { return forking_; }
+    // The collection's PYTHONHASHSEED, which every process of the run gets ("" when the receipt
+    // fixed none).
+    const std::string& hash_seed() const { return hash_seed_; }
+    int forks() const { return forks_; }
+    // "fork", "process" or "fork, then process": how the run's processes were started.
+    std::string isolation(int processes) const;
+    // Why processes were started ("" when every one was a fork).
+    const std::string& why() const { return why_; }
+
+private:
+    std::optional<ProcessResult> refused(const std::string& why);
+    ProcessResult wait(const ProcessSpec& spec, ServerConnection& server, pid_t worker,
+                       std::chrono::steady_clock::time_point start);
+    void lost(const std::string& why);
+
+    std::filesystem::path socket_;
+    std::optional<ProcessIdentity> server_;
+    std::string receipt_id_;
+    std::string hash_seed_;
+    bool forking_ = false;
+    int forks_ = 0;
+    std::string why_;
+};
+
+// The parent of `pid` (field 4 of /proc/<pid>/stat); 0 when it is gone.
+pid_t parent_of(pid_t pid);
+
+}  // namespace evgate
