@@ -144,8 +144,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     Bound on one test, setup and teardown included, in every run, rerun and localisation
     probe: a test past it is ``interrupted`` ("exceeded TEST_TIMEOUT"), its pytest process is
     killed and the rest of its order goes on in a new one, so a hanging test costs at most
-    this per occurrence. ``0`` turns it off (``TIMEOUT`` still bounds each process). Default:
-    120.
+    this per occurrence. ``0`` turns it off (``TIMEOUT`` still bounds each process).
+    Default: 120.
 
   ``ISOLATION fork|process``
     How the runs' pytest processes start. ``fork``: the receipt's collection stays, collected,

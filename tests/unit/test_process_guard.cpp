@@ -123,6 +123,44 @@ TEST_CASE("run_process reads the channel while the child runs; a subshell's writ
     CHECK(channel.foreign().front().pid != channel.pytest_pid());
 }
 
+TEST_CASE("run_process ends a child past the running test's bound, and says TEST_TIMEOUT", "[process]") {
+    TempDir dir;
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", "sleep 30"};
+    spec.cwd = dir.path;
+    spec.environment = environment_with({});
+    spec.output = dir.path / "out.log";
+    spec.timeout = std::chrono::seconds(60);
+    const auto started = std::chrono::steady_clock::now();
+    spec.test_timeout = std::chrono::milliseconds(300);
+    spec.test_deadline = [&]() -> std::optional<std::chrono::steady_clock::time_point> { return started + spec.test_timeout; };
+    const auto result = run_process(spec);
+    CHECK(result.elapsed < std::chrono::seconds(10));
+    CHECK(result.test_timed_out == std::chrono::milliseconds(300));
+    CHECK_FALSE(result.timed_out);
+    CHECK_FALSE(result.exited_with(0));
+    CHECK(result.describe() == "exceeded TEST_TIMEOUT (300 ms)");
+    SECTION("no test running: no bound") {
+        spec.argv = {"/bin/sh", "-c", "sleep 0.5"};
+        spec.test_deadline = []() -> std::optional<std::chrono::steady_clock::time_point> { return std::nullopt; };
+        CHECK(run_process(spec).exited_with(0));
+    }
+}
+
+TEST_CASE("how a process ended, in words", "[process]") {
+    ProcessResult r;
+    r.exit_code = 1;
+    CHECK(r.describe() == "exit 1");
+    r.test_timed_out = std::chrono::seconds(120);
+    r.signal = 15;
+    CHECK(r.describe() == "exceeded TEST_TIMEOUT (120 s)");
+    r = ProcessResult{};
+    r.note = "the fork server did not say how its worker ended";
+    CHECK(r.describe() == "ended, how is not known: the fork server did not say how its worker ended");
+    r.signal = 9;
+    CHECK(r.describe() == "killed by signal 9 (SIGKILL); the fork server did not say how its worker ended");
+}
+
 TEST_CASE("ordinals", "[process_checks]") {
     CHECK(ordinal(1) == "1st");
     CHECK(ordinal(2) == "2nd");
