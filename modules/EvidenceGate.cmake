@@ -13,6 +13,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [ROOT dir]
                             [TESTS path...]
                             [SEEDS n]
+                            [ORDERS mixed|module|global]
+                            [ALONE AUTO|ON|OFF]
                             [RERUNS n]
                             [LOCALISE n]
                             [FIXTURES file]
@@ -31,7 +33,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Registers the CTest tests ``<name>.manifest``, ``<name>.fixtures`` and ``<name>.restore``
   (when there are fixture groups), ``<name>.receipt``, ``<name>.seed.<k>`` for k = 0..SEEDS,
-  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.rerun``, ``<name>.localise``, ``<name>.ledger``,
+  ``<name>.perturbed`` (unless ``PERTURB OFF``), ``<name>.alone`` (unless ``ALONE OFF``), ``<name>.rerun``,
+  ``<name>.localise``, ``<name>.ledger``,
   ``<name>.gate``, ``<name>.release`` and one ``<name>/<node id>`` entry per test (unless ``PER_TEST OFF``), tied by CTest fixtures so that
   ``ctest -L evidence``, ``ctest -R '<name>\.gate'`` and ``ctest -j N`` all work. Every
   test carries the labels ``evidence`` and ``<name>``. Everything is written below
@@ -68,6 +71,23 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``SEEDS n``
     Number of shuffled orders; the collection order (seed 0) runs as well. Default: 8.
+
+  ``ORDERS mixed|module|global``
+    Which family each seed's order is; seed 0 is always the collection order. ``mixed``:
+    seed 1 is the reversed collection order, then module-contiguous shuffles (even seeds:
+    modules, then classes, then tests, each shuffled by a keyed hash, so a module's set-up and
+    tear-down stay around its tests) and global shuffles (odd seeds: any test anywhere) in
+    turn. ``module``: seed 1 reversed, then module-contiguous shuffles only. ``global``: every
+    seed a global shuffle. Every order is a pure, subset-stable function of the seed and the
+    node ids. Default: ``mixed``.
+
+  ``ALONE AUTO|ON|OFF``
+    The alone pass, ``<name>.alone``: every test once as the first test after the collection,
+    a fork each (runs ``first.<n>``, n its place in the collection). A test that fails there
+    but passes in the orders needs an earlier test to set state up: it is rerun alone, and
+    ``<name>.localise`` names that test. A fork costs 20 to 150 ms (more with many leased
+    fixture files), so ``AUTO`` runs the pass for a suite of up to 200 tests and skips it,
+    saying so, above. Default: ``AUTO``.
 
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
@@ -177,7 +197,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/EvidenceGateHelpers.cmake")
 
 function(evidence_gate_add_suite name)
   set(options "")
-  set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT TEST_TIMEOUT ISOLATION)
+  set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT TEST_TIMEOUT ISOLATION ORDERS ALONE)
   set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
@@ -206,7 +226,7 @@ function(evidence_gate_add_suite name)
   # One default per keyword, as the documentation above gives them (ROOT is relative to
   # CMAKE_CURRENT_SOURCE_DIR: `.` is that directory, whatever its path holds).
   set(defaults ROOT . SEEDS 8 RERUNS 2 LOCALISE 30 BASELINE_TOLERANCE 0 TIMEOUT 600 TEST_TIMEOUT 120 ISOLATION fork
-      PERTURB ON PER_TEST ON)
+      ORDERS mixed ALONE AUTO PERTURB ON PER_TEST ON)
   while(defaults)
     list(POP_FRONT defaults keyword default)
     if(NOT DEFINED arg_${keyword})
@@ -232,8 +252,22 @@ function(evidence_gate_add_suite name)
   if(arg_TIMEOUT EQUAL 0)
     message(FATAL_ERROR "evidence_gate_add_suite(): TIMEOUT must be at least 1 second")
   endif()
+  if(NOT arg_ORDERS MATCHES "^(mixed|module|global)$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ORDERS must be mixed, module or global, not \"${arg_ORDERS}\"")
+  endif()
   if(NOT arg_ISOLATION MATCHES "^(fork|process)$")
     message(FATAL_ERROR "evidence_gate_add_suite(): ISOLATION must be fork or process, not \"${arg_ISOLATION}\"")
+  endif()
+  if(NOT arg_ALONE MATCHES "^(AUTO|auto|ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+    message(FATAL_ERROR "evidence_gate_add_suite(): ALONE must be AUTO, ON or OFF, not \"${arg_ALONE}\"")
+  endif()
+  set(alone auto)
+  if(NOT arg_ALONE MATCHES "^(AUTO|auto)$")
+    if(arg_ALONE)
+      set(alone on)
+    else()
+      set(alone off)
+    endif()
   endif()
   foreach(switch PERTURB PER_TEST)
     if(NOT arg_${switch} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
@@ -305,7 +339,9 @@ function(evidence_gate_add_suite name)
     "  \"baseline_tolerance\": ${arg_BASELINE_TOLERANCE},\n"
     "  \"timeout\": ${arg_TIMEOUT},\n"
     "  \"test_timeout\": ${arg_TEST_TIMEOUT},\n"
-    "  \"isolation\": \"${arg_ISOLATION}\"\n"
+    "  \"isolation\": \"${arg_ISOLATION}\",\n"
+    "  \"orders\": \"${arg_ORDERS}\",\n"
+    "  \"alone\": \"${alone}\"\n"
     "}\n")
   configure_file("${draft}" "${suite_file}" COPYONLY)
   foreach(input IN ITEMS "${fixtures}" "${quarantine}")
@@ -369,6 +405,12 @@ function(evidence_gate_add_suite name)
     set_tests_properties(${name}.perturbed PROPERTIES SKIP_RETURN_CODE 77
       FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
     list(APPEND run_steps ${name}.perturbed)
+  endif()
+  if(NOT alone STREQUAL "off")
+    add_test(NAME ${name}.alone COMMAND ${tool} alone "${suite_arg}")
+    set_tests_properties(${name}.alone PROPERTIES SKIP_RETURN_CODE 77
+      FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
+    list(APPEND run_steps ${name}.alone)
   endif()
   list(APPEND steps ${run_steps})
   set_tests_properties(${run_steps} PROPERTIES TIMEOUT ${run_timeout})

@@ -38,6 +38,7 @@ Protocol, over the Unix stream socket, one JSON object a line:
 
 import argparse
 import ctypes
+import gc
 import json
 import os
 import selectors
@@ -240,6 +241,9 @@ def start_server(session, collected, path, owner, idle):
             os._exit(1)
         listener.listen(64)  # here: a client's SO_PEERCRED names whoever called listen()
         output = detach_output(session.config)
+        # What collection built, out of the collector's sight: a worker's collections then never
+        # walk (and so copy, page by page) the heap it shares with the server.
+        gc.freeze()
         server = Server(session, collected, listener, (bound.st_dev, bound.st_ino), path, owner_fd, idle, output)
         os.write(ready_w, b"+")
         os.close(ready_w)

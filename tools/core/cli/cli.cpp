@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"receipt",   Loads::suite,         nullptr,            cmd_receipt,     "collect the suite and record what pytest really used"},
     {"run",       Loads::fixture_store, seed_option,        cmd_run,         "run the suite in one seed's order (seed 0: collection order)"},
     {"perturbed", Loads::receipt,       nullptr,            cmd_perturbed,   "run the collection order in a deliberately different environment"},
+    {"alone",     Loads::fixture_store, nullptr,            cmd_alone,       "run every test alone, first after the collection (a fork each)"},
     {"rerun",     Loads::fixture_store, rerun_options,      cmd_rerun,       "rerun orders to tell order dependence from nondeterminism"},
     {"localise",  Loads::fixture_store, nullptr,            cmd_localise,    "name the partner of every order-dependent test, within a budget of runs"},
     {"replay",    Loads::suite,         replay_options,     cmd_replay,      "replay an order and say whether the failure reproduced"},

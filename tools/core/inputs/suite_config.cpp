@@ -50,6 +50,16 @@ SuiteConfig load_suite_config(const std::filesystem::path& file) {
             throw InputError(source, 0, "'isolation' is neither \"fork\" nor \"process\": " + quote(*isolation));
         config.isolation = *isolation;
     }
+    if (const auto orders = optional_string(doc, "orders", source)) {
+        if (*orders != "mixed" && *orders != "module" && *orders != "global")
+            throw InputError(source, 0, "'orders' is none of \"mixed\", \"module\", \"global\": " + quote(*orders));
+        config.orders = *orders;
+    }
+    if (const auto alone = optional_string(doc, "alone", source)) {
+        if (*alone != "auto" && *alone != "on" && *alone != "off")
+            throw InputError(source, 0, "'alone' is none of \"auto\", \"on\", \"off\": " + quote(*alone));
+        config.alone = *alone;
+    }
     config.baseline_tolerance = positive_int(doc, "baseline_tolerance", 0, source);
     config.localise_runs = positive_int(doc, "localise", config.localise_runs, source);
     if (const auto* perturb = member(doc, "perturb"); perturb != nullptr) {

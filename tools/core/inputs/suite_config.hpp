@@ -29,6 +29,8 @@ struct SuiteConfig {
     int timeout_seconds = 600;
     int test_timeout_seconds = 120;  // TEST_TIMEOUT: the bound on one test; 0: none
     std::string isolation = "fork";  // ISOLATION: "fork" (forks of one collected session where safe) or "process"
+    std::string orders = "mixed";    // ORDERS: which family each seed's order is (runs/shuffle.hpp)
+    std::string alone = "auto";      // ALONE: the alone pass, "auto" (small suites), "on" or "off"
     std::int64_t baseline_tolerance = 0;
     int localise_runs = 30;  // pytest runs the partner search may spend per order-dependent test
     bool perturb = true;

@@ -23,7 +23,7 @@ namespace {
 std::vector<std::string> order_of(const SuiteConfig& suite, const ReplayRequest& request) {
     if (request.through.empty()) return request.tests;
     const auto receipt = load_receipt(suite.receipt_file());
-    auto order = shuffled_order(receipt.collected(), request.seed.value_or(0));
+    auto order = seed_order(receipt.collected(), request.seed.value_or(0), suite.orders);
     auto end = std::find(order.begin(), order.end(), request.through);
     if (end == order.end()) throw Error("the test " + quote(request.through) + " is not in the receipt");
     order.erase(std::next(end), order.end());

@@ -47,6 +47,7 @@ int cmd_receipt(Invocation& in);
 int cmd_run(Invocation& in);
 int cmd_perturbed(Invocation& in);
 int cmd_rerun(Invocation& in);
+int cmd_alone(Invocation& in);
 int cmd_localise(Invocation& in);
 int cmd_release(Invocation& in);
 int cmd_replay(Invocation& in);

@@ -106,7 +106,8 @@ int cmd_restore(Invocation& in) {
 }
 
 int cmd_order(Invocation& in) {
-    for (const auto& id : shuffled_order(in.receipt().collected(), in.get<std::uint64_t>("seed"))) std::cout << json_string(id) << '\n';
+    for (const auto& id : seed_order(in.receipt().collected(), in.get<std::uint64_t>("seed"), in.suite().orders))
+        std::cout << json_string(id) << '\n';
     return 0;
 }
 

@@ -129,9 +129,10 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
 
 // Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
 // is data, a suite that never started is not).
-int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan) {
+int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, const RunPlan& plan,
+                   bool quiet = false) {
     const auto summary = run_order(suite, receipt, store, plan);
-    report_run(plan, summary, suite);
+    if (!quiet || !summary.complete || !summary.note.empty()) report_run(plan, summary, suite);
     if (summary.harness_ok) return 0;
     std::cerr << "evgate: error: " << plan.id << ": " << summary.note << '\n';
     return 1;
@@ -144,7 +145,7 @@ int cmd_run(Invocation& in) {
     RunPlan plan;
     plan.seed = in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
-    plan.tests = shuffled_order(receipt.collected(), plan.seed);
+    plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
     plan.access = store.access_for(receipt);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
@@ -223,7 +224,9 @@ int redo_if_overlapped(const SuiteConfig& suite, const Receipt& receipt, Fixture
 
 // Runs `plans`, side by side where the fixture groups allow it; then every run that went beside
 // a run that changed the groups (it may have read what that run wrote) is done again, alone.
-int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<RunPlan> plans) {
+// `quiet`: a line for a run only when it did not go as planned (the alone pass: a run a test).
+int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<RunPlan> plans,
+            bool quiet = false) {
     const auto access = store.access_for(receipt);
     const auto workers = access == TreeAccess::shared ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
     std::atomic<std::size_t> next{0};
@@ -236,7 +239,7 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
             for (std::size_t i; (i = next++) < plans.size();) {
                 plans[i].access = access;
                 try {
-                    status |= run_and_report(suite, receipt, store, plans[i]);
+                    status |= run_and_report(suite, receipt, store, plans[i], quiet);
                 } catch (...) {
                     const std::lock_guard<std::mutex> lock(failure_mutex);
                     if (!failure) failure = std::current_exception();
@@ -253,6 +256,11 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
 
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
 
+// A run of the alone pass: one test, first after the collection (cmd_alone).
+bool is_first(const RunPlan& plan) {
+    return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos;
+}
+
 }  // namespace
 
 int cmd_rerun(Invocation& in) {
@@ -263,9 +271,9 @@ int cmd_rerun(Invocation& in) {
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_runs(suite, receipt.id))
         if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
-    std::vector<LoadedRun> seeds;
+    std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
     for (auto& run : load_runs(suite, receipt.id)) {
-        if (is_seed(run.plan)) {
+        if (is_seed(run.plan) || is_first(run.plan)) {
             seeds.push_back(std::move(run));
         } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
@@ -277,6 +285,57 @@ int cmd_rerun(Invocation& in) {
     const auto plans = plan_reruns(seeds, limits);
     status |= run_all(suite, receipt, store, plans);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    return status;
+}
+
+// The alone pass: every test once as the first test after the collection, a fork (or a process)
+// each: the direct way to find a test that needs an earlier one to set state up. Runs first.<n>,
+// n the test's place in the collection, side by side where the fixture groups allow.
+int cmd_alone(Invocation& in) {
+    // Beyond this many tests ALONE AUTO skips the pass: at 20 to 150 ms a fork, it would cost
+    // more than the seeds of a suite of quick tests (docs/cost.md).
+    constexpr std::size_t kAutoLimit = 200;
+    const auto& suite = in.suite();
+    const auto& receipt = in.receipt();
+    auto& store = in.store();
+    if (suite.alone == "off" || (suite.alone == "auto" && receipt.tests.size() > kAutoLimit)) {
+        std::cout << "evgate: " << suite.name << ": the alone pass is off"
+                  << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) +
+                                                                  " tests (ALONE AUTO: up to " + std::to_string(kAutoLimit) +
+                                                                  "; ALONE ON runs it)")
+                  << '\n';
+        return 0;
+    }
+    const auto shard = this_shard();
+    const bool merging = !merged_shards().empty();
+    std::vector<RunPlan> plans;
+    std::size_t imported = 0;
+    const auto collected = receipt.collected();
+    for (std::size_t n = 1; n <= collected.size(); ++n) {
+        RunPlan plan;
+        plan.id = "first." + std::to_string(n);
+        plan.order = "alone";
+        plan.tests = {collected[n - 1].id};
+        if (merging) {  // a merge job takes each from the shard that ran it
+            imported += import_run(suite, receipt, plan.id);
+            continue;
+        }
+        if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
+        plans.push_back(std::move(plan));
+    }
+    if (merging) {
+        std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
+        return 0;
+    }
+    const auto status = run_all(suite, receipt, store, plans, /*quiet=*/true);
+    std::size_t failed = 0;
+    for (const auto& plan : plans) {
+        const auto records = read_run_records(records_file(suite, plan));
+        const auto result = records.results.find(plan.tests.front());
+        failed += result == records.results.end() || outcome_class(result->second.outcome) == "fail";
+    }
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " test(s) run alone, first after the collection; " << failed
+              << " failed or gave no result\n";
     return status;
 }
 
