@@ -301,3 +301,30 @@ TEST_CASE("roles have names", "[localise]") {
     CHECK(evgate::to_string(Role::brittle) == "brittle");
     CHECK(evgate::to_string(Role::unknown) == "unknown");
 }
+
+TEST_CASE("a partner set found for another test is tried first: found in a few verified runs", "[localise]") {
+    const Budget budget;
+    const auto failing = suite(200);
+    const auto chain = Order{name(40), name(150)};
+    const auto searched = localise("v", failing, {}, victim_of(chain), budget);
+    REQUIRE(searched.partners == chain);
+    const auto known = localise("v", failing, {}, victim_of(chain), budget, {{name(7)}, {name(150), name(40)}});
+    CHECK(known.partners == chain);  // in the prefix's order
+    CHECK(known.role == Role::victim);
+    CHECK(known.note.empty());
+    // alone (3) + the wrong set (1) + the right one (1) + its verification (6)
+    CHECK(known.runs_used == 11);
+    CHECK(known.runs_used < searched.runs_used);
+    SECTION("a known set that does not flip it, or is not in the prefix, costs one run or none, then the search") {
+        const auto l = localise("v", failing, {}, victim_of({name(99)}), budget, {{name(3)}, {"elsewhere"}});
+        CHECK(l.partners == Order{name(99)});
+        CHECK(l.runs_used == localise("v", failing, {}, victim_of({name(99)}), budget).runs_used + 1);
+    }
+    SECTION("a brittle test's known state-setter") {
+        const auto passing = reversed_suite(200);
+        const auto l = localise("v", {}, passing, brittle_after(name(12)), budget, {{name(12)}});
+        CHECK(l.role == Role::brittle);
+        CHECK(l.partners == Order{name(12)});
+        CHECK(l.runs_used == 3 + 1 + 6);
+    }
+}

@@ -121,27 +121,42 @@ Role parse_role(const std::string& text) {
 }  // namespace
 
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test) {
-    const int max_runs = 10 * per_test;  // the whole step stays bounded however many tests depend on order
+    using Clock = std::chrono::steady_clock;
     const auto runs = load_runs(suite, receipt.id);
     RunMatrix matrix;
     for (const auto& run : runs) matrix.add(run);
-    std::vector<Culprit> culprits;
-    int left = max_runs;
+    std::vector<std::string> dependent;
     for (const auto& test : receipt.tests) {  // collection order: a stable result
         const auto attempts = matrix.attempts(test.id);
-        if (attempts.empty() || classify(attempts).verdict != Verdict::order_dependent) continue;
-        const auto prefixes = prefixes_of(test.id, runs);
+        if (!attempts.empty() && classify(attempts).verdict == Verdict::order_dependent) dependent.push_back(test.id);
+    }
+    // Runs: `per_test` for each dependent test, what one leaves to the next. Time: what the
+    // step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
+    const int total = per_test * static_cast<int>(dependent.size());
+    int left = total;
+    const auto deadline = Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds);
+    std::vector<Culprit> culprits;
+    std::vector<std::vector<std::string>> known;  // the partner sets found so far, tried first for the next
+    for (std::size_t i = 0; i < dependent.size(); ++i) {
+        const auto& test = dependent[i];
+        const auto prefixes = prefixes_of(test, runs);
         Culprit culprit;
-        if (left <= 0) {
-            culprit.found.test = test.id;
+        const auto time_left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
+        if (left <= 0 || time_left.count() <= 0) {
+            culprit.found.test = test;
             culprit.found.budget_exhausted = true;
-            culprit.found.note = "the step's budget (" + std::to_string(max_runs) + " pytest runs) was spent before this test";
+            culprit.found.note = "the step's budget (" + std::to_string(per_test) + " pytest runs for each of " +
+                                 std::to_string(dependent.size()) + " order-dependent tests, and its time) was spent before this test";
         } else {
             Budget budget;
-            budget.max_runs = std::min(left, per_test);
-            budget.max_time = std::chrono::seconds(suite.timeout_seconds);
-            culprit.found = localise(test.id, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget);
+            // Its share, and what the tests before it left unused.
+            budget.max_runs = std::min(left, per_test * static_cast<int>(i + 1) - (total - left));
+            budget.max_time = std::min(std::chrono::seconds(suite.timeout_seconds), time_left);
+            culprit.found = localise(test, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget, known);
             left -= culprit.found.runs_used;
+            if (!culprit.found.partners.empty() && !culprit.found.budget_exhausted &&
+                std::find(known.begin(), known.end(), culprit.found.partners) == known.end())
+                known.push_back(culprit.found.partners);
         }
         culprit.seed = prefixes.seed;
         culprit.dirtied = dirtied_by(culprit.found.partners, runs);

@@ -23,7 +23,9 @@ struct Culprit {
 };
 
 // Localises every test the local runs make order-dependent, within `per_test` pytest runs
-// each and ten times that in all; writes localise.json and returns what it found.
+// each (the step's budget scales with the number of such tests; its time stays within the
+// step's CTest timeout), trying the partner sets found for earlier tests first; writes
+// localise.json and returns what it found.
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test);
 
 // localise.json of the current receipt, by test; empty when there is none.

@@ -253,13 +253,44 @@ std::string caveat(const Runner& runner, End end, Check verified) {
     return why + ": " + what;
 }
 
+// The positions in `before` of each test of `set`, in the order they hold there; nullopt when
+// one of them is not there.
+std::optional<Indices> positions(const Order& before, const Order& set) {
+    Indices found;
+    for (const auto& test : set) {
+        const auto at = std::find(before.begin(), before.end(), test);
+        if (at == before.end()) return std::nullopt;
+        found.push_back(static_cast<std::size_t>(at - before.begin()));
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+// A partner set found for another test, tried in one run and then verified: when it flips this
+// test too, no search is needed. true when it did (partners filled).
+bool known_partners(Localisation& out, Search& search, const std::vector<Order>& known, const Budget& budget) {
+    for (const auto& set : known) {
+        const auto at = positions(search.before, set);
+        if (!at || at->empty()) continue;
+        if (search.check(*at) != Check::target) continue;
+        std::string note;
+        if (verify(search, *at, budget.confirmations, note) != Check::target) continue;
+        out.partners = pick(search.before, *at);
+        out.partner_role = search.goal.partner_role;
+        return true;
+    }
+    return false;
+}
+
 // Fills partners from the order in which the test showed the goal's target outcome; returns
 // what a reader needs to know about the search ("" when nothing).
-std::string find_partners(Localisation& out, const Order& prefix, const Goal& goal, Runner& runner, const Budget& budget) {
+std::string find_partners(Localisation& out, const Order& prefix, const Goal& goal, Runner& runner, const Budget& budget,
+                          const std::vector<Order>& known) {
     if (prefix.empty()) return "no " + goal.order_name + " given: nothing to search";
     const Order before(prefix.begin(), prefix.end() - 1);
     if (before.empty()) return "it ran first in the " + goal.order_name + ": no earlier test to name";
     Search search{{}, before, goal, out.test, runner};
+    if (known_partners(out, search, known, budget)) return "";
     runner.hold_back(2 * budget.confirmations);
     const auto reduction = minimise(search);
     runner.hold_back(0);
@@ -313,7 +344,7 @@ std::string_view to_string(Role role) {
 Localisation localise(const std::string& test,
                       const std::vector<std::string>& failing_prefix,
                       const std::vector<std::string>& passing_prefix,
-                      const Oracle& run, const Budget& budget) {
+                      const Oracle& run, const Budget& budget, const std::vector<std::vector<std::string>>& known) {
     Expects(budget.confirmations > 0);
     Expects(failing_prefix.empty() || failing_prefix.back() == test);
     Expects(passing_prefix.empty() || passing_prefix.back() == test);
@@ -324,8 +355,8 @@ Localisation localise(const std::string& test,
     out.role = alone.role;
     out.budget_exhausted = alone.out_of_budget;
     std::vector<std::string> notes = {alone.note};
-    if (alone.role == Role::victim) notes.push_back(find_partners(out, failing_prefix, victim_goal, runner, budget));
-    if (alone.role == Role::brittle) notes.push_back(find_partners(out, passing_prefix, brittle_goal, runner, budget));
+    if (alone.role == Role::victim) notes.push_back(find_partners(out, failing_prefix, victim_goal, runner, budget, known));
+    if (alone.role == Role::brittle) notes.push_back(find_partners(out, passing_prefix, brittle_goal, runner, budget, known));
     if (out.role == Role::victim && out.partners.size() == 1 && !out.budget_exhausted)
         notes.push_back(find_cleaners(out, passing_prefix, runner));
 

@@ -45,10 +45,13 @@ struct Localisation {
 
 // `failing_prefix`: an order ending with `test` in which it FAILED (searched for a victim);
 // `passing_prefix`: an order ending with `test` in which it PASSED (searched for a brittle test).
-// Either may be empty when no such order is known.
+// Either may be empty when no such order is known. `known`: partner sets already found for
+// other tests (one polluter often has many victims): each whose tests all ran before `test` in
+// the prefix is tried first, and verified like a set the search found, before any search.
 Localisation localise(const std::string& test,
                       const std::vector<std::string>& failing_prefix,
                       const std::vector<std::string>& passing_prefix,
-                      const Oracle& run, const Budget& budget);
+                      const Oracle& run, const Budget& budget,
+                      const std::vector<std::vector<std::string>>& known = {});
 
 }  // namespace evgate
