@@ -94,8 +94,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     order dependence (same outcome every time in one order) from nondeterminism. Default: 2.
 
   ``LOCALISE n``
-    The pytest runs ``<name>.localise`` may spend on each order-dependent test (and ten
-    times that in all) to name the partner it hangs on: delta debugging over the order that
+    The pytest runs (forks) ``<name>.localise`` may spend on each order-dependent test to
+    name the partner it hangs on (what one test leaves unused, the next may spend): the
+    partner sets found for earlier tests first, then delta debugging over the order that
     broke it, verified several times. A nondeterministic test is never given a partner, nor
     is a best candidate the budget cut short. ``0`` turns it off. Default: 30.
 
