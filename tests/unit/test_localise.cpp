@@ -328,3 +328,20 @@ TEST_CASE("a partner set found for another test is tried first: found in a few v
         CHECK(l.runs_used == 3 + 1 + 6);
     }
 }
+
+TEST_CASE("runs alone already made count toward telling a victim from a brittle test", "[localise]") {
+    const Budget budget;
+    const auto failing = suite(50);
+    const auto fresh = localise("v", failing, {}, victim_of({name(20)}), budget);
+    const auto reused = localise("v", failing, {}, victim_of({name(20)}), budget, {}, {"pass", "pass", "pass"});
+    CHECK(reused.partners == fresh.partners);
+    CHECK(reused.runs_used == fresh.runs_used - 3);
+    const auto partly = localise("v", failing, {}, victim_of({name(20)}), budget, {}, {"pass"});
+    CHECK(partly.runs_used == fresh.runs_used - 1);
+    SECTION("what they showed decides as a run would: mixed outcomes name no partner") {
+        const auto mixed = localise("v", failing, {}, victim_of({name(20)}), budget, {}, {"pass", "fail"});
+        CHECK(mixed.role == Role::unknown);
+        CHECK(mixed.partners.empty());
+        CHECK(mixed.note.find("nondeterministic") != std::string::npos);
+    }
+}

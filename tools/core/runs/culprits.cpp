@@ -61,6 +61,17 @@ Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& sto
     };
 }
 
+// What runs of `test` alone (the alone pass, its reruns, the rerun step's) showed, in run order.
+std::vector<std::string> alone_outcomes(const std::string& test, const std::vector<LoadedRun>& runs) {
+    std::vector<std::string> seen;
+    for (const auto& run : runs) {
+        if (run.plan.column != Column::local || run.plan.order != "alone" || run.plan.tests != std::vector<std::string>{test}) continue;
+        const auto it = run.records.results.find(test);
+        if (it != run.records.results.end()) seen.emplace_back(outcome_class(it->second.outcome));
+    }
+    return seen;
+}
+
 std::map<std::string, std::vector<std::string>> dirtied_by(const std::vector<std::string>& partners,
                                                           const std::vector<LoadedRun>& runs) {
     std::map<std::string, std::vector<std::string>> dirtied;
@@ -152,7 +163,8 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
             // Its share, and what the tests before it left unused.
             budget.max_runs = std::min(left, per_test * static_cast<int>(i + 1) - (total - left));
             budget.max_time = std::min(std::chrono::seconds(suite.timeout_seconds), time_left);
-            culprit.found = localise(test, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget, known);
+            culprit.found = localise(test, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget, known,
+                                     alone_outcomes(test, runs));
             left -= culprit.found.runs_used;
             if (!culprit.found.partners.empty() && !culprit.found.budget_exhausted &&
                 std::find(known.begin(), known.end(), culprit.found.partners) == known.end())

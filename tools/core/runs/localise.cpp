@@ -218,10 +218,10 @@ struct Alone {
 };
 
 // Passes every time alone: a victim. Fails every time: brittle. Anything else is no ground for
-// a partner.
-Alone run_alone(Runner& runner, const std::string& test, int confirmations) {
-    Order seen;
-    for (int k = 0; k < confirmations; ++k) {
+// a partner. `before`: what runs alone already showed, counted first.
+Alone run_alone(Runner& runner, const std::string& test, int confirmations, const Order& before) {
+    Order seen(before.begin(), before.begin() + std::min<std::ptrdiff_t>(confirmations, static_cast<std::ptrdiff_t>(before.size())));
+    for (int k = static_cast<int>(seen.size()); k < confirmations; ++k) {
         const auto outcome = runner.run({test});
         if (!outcome) return {Role::unknown, true, runner.spent_note() + " while running it alone"};
         seen.push_back(*outcome);
@@ -344,14 +344,15 @@ std::string_view to_string(Role role) {
 Localisation localise(const std::string& test,
                       const std::vector<std::string>& failing_prefix,
                       const std::vector<std::string>& passing_prefix,
-                      const Oracle& run, const Budget& budget, const std::vector<std::vector<std::string>>& known) {
+                      const Oracle& run, const Budget& budget, const std::vector<std::vector<std::string>>& known,
+                      const std::vector<std::string>& alone_before) {
     Expects(budget.confirmations > 0);
     Expects(failing_prefix.empty() || failing_prefix.back() == test);
     Expects(passing_prefix.empty() || passing_prefix.back() == test);
     Runner runner(run, budget);
     Localisation out;
     out.test = test;
-    const auto alone = run_alone(runner, test, budget.confirmations);
+    const auto alone = run_alone(runner, test, budget.confirmations, alone_before);
     out.role = alone.role;
     out.budget_exhausted = alone.out_of_budget;
     std::vector<std::string> notes = {alone.note};

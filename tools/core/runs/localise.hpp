@@ -48,10 +48,13 @@ struct Localisation {
 // Either may be empty when no such order is known. `known`: partner sets already found for
 // other tests (one polluter often has many victims): each whose tests all ran before `test` in
 // the prefix is tried first, and verified like a set the search found, before any search.
+// `alone_before`: outcome classes of runs of `test` alone already made (the alone pass and its
+// reruns), counted toward the runs alone that tell a victim from a brittle test.
 Localisation localise(const std::string& test,
                       const std::vector<std::string>& failing_prefix,
                       const std::vector<std::string>& passing_prefix,
                       const Oracle& run, const Budget& budget,
-                      const std::vector<std::vector<std::string>>& known = {});
+                      const std::vector<std::vector<std::string>>& known = {},
+                      const std::vector<std::string>& alone_before = {});
 
 }  // namespace evgate
