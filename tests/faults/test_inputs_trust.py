@@ -231,7 +231,7 @@ def test_a_test_that_stops_evgate_ends_in_bounded_time_and_the_tree_is_restored(
     project.write("data/state.txt", "pristine\n")
     project.write("fixtures.manifest", "data: data/*\n")
     project.write(TEST_FILE, STOPPER)
-    project.suite(f"{FAST} TIMEOUT 3")
+    project.suite(f"{FAST} TIMEOUT 8")  # the receipt collects within it, even on a loaded machine
     with project.checked():
         project.configured()
         start = time.monotonic()
@@ -240,7 +240,7 @@ def test_a_test_that_stops_evgate_ends_in_bounded_time_and_the_tree_is_restored(
         assert result.returncode != 0 and gate_summary(project.build) != "PASSED", result.describe()
         assert re.search(rf"{SUITE}\.seed\.0 \.+\*\*\*Timeout", result.stdout), result.describe()
         assert re.search(rf"{SUITE}\.gate \.+\*\*\*Not Run", result.stdout), result.describe()
-        assert elapsed < 3 * 3 + 30 + 60, f"ctest took {elapsed:.0f} s:\n{result.describe()}"
+        assert elapsed < 3 * 8 + 30 + 60, f"ctest took {elapsed:.0f} s:\n{result.describe()}"
         restore = step_output(project.build, f"{SUITE}.restore") or ""
         assert "restored fixture groups left dirty by an interrupted run" in restore, restore
         assert not wait_until_gone(str(project.build), seconds=5), "a stopped evgate survived"
