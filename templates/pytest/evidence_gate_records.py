@@ -353,8 +353,8 @@ def uncalled_line(reports, call, called):
     if not reports:
         return ("no phase of the test ran (no setup, call or teardown report): a plugin or conftest's "
                 "pytest_runtest_protocol returned without running it")
-    phases = ", ".join(f"{when} {report.outcome}" for when, report in reports.items())
-    return (f"its call phase never ran ({phases}): a plugin or conftest's pytest_runtest_protocol "
+    phases = " and ".join(f"{when} {report.outcome}" for when, report in reports.items())
+    return (f"{phases}, but no call: a plugin or conftest's pytest_runtest_protocol "
             "ran the test without calling it")
 
 
