@@ -68,6 +68,7 @@ class RunRecorder:
         self.reports = {}
         self.running = None  # the node id of the test whose protocol runs
         self.called = False  # whether pytest_runtest_call ran for it
+        self.call_error = None  # what the test raised in it, other than a skip or xfail
 
     def emit(self, record):
         self.write_line(RECORD_ENCODER.encode(record))
@@ -156,7 +157,7 @@ class RunRecorder:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item):
         self.reports = {}
-        self.running, self.called = item.nodeid, False
+        self.running, self.called, self.call_error = item.nodeid, False, None
         # What emit() writes for {"event": "start", "test": ...}, without a dict to build and sort.
         self.write_line('{"event":"start","test":' + RECORD_ENCODER.encode(item.nodeid) + "}")
         # What earlier tests left running: a change made while it runs may be theirs.
@@ -177,7 +178,7 @@ class RunRecorder:
         self.leftovers.note(item.nodeid)
         declared = {group for mark in item.iter_markers("writes") for group in mark.args} if own else set()
         dirty = [group for group in own if group not in declared and group != SOURCE_TREE]
-        result, message = classify(self.reports, self.called)
+        result, message = classify(self.reports, self.called, self.call_error)
         record = {
             "event": "result",
             "test": item.nodeid,
@@ -194,12 +195,17 @@ class RunRecorder:
             record.update(dirty=[], unblamed=dirty, leftover=describe_leftovers(earlier))
         self.emit(record)
 
-    # tryfirst: the outermost wrapper, so it counts only a call pytest really entered.
+    # tryfirst: the outermost wrapper, so it counts only a call pytest really entered, and sees
+    # what the test raised as pytest's report is made from it.
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item):
-        if item.nodeid == self.running:
-            self.called = True
-        yield
+        ours = item.nodeid == self.running
+        if ours:
+            self.called, self.call_error = True, None
+        outcome = yield
+        error = outcome.excinfo[1] if outcome.excinfo is not None else None
+        if ours and error is not None and not isinstance(error, (pytest.skip.Exception, pytest.xfail.Exception)):
+            self.call_error = error
 
     def pytest_runtest_logreport(self, report):
         if report.nodeid == self.running:  # another test's report is not this one's phase
@@ -315,11 +321,13 @@ def installed_reorderers():
     return sorted(installed)
 
 
-def classify(reports, called=True):
+def classify(reports, called=True, call_error=None):
     """(outcome, message) of one test from its phase reports, as pytest counts it; `called`:
-    whether pytest_runtest_call ran for it.
+    whether pytest_runtest_call ran for it, `call_error`: what the test raised there (not a
+    skip or an xfail).
 
-    A failure stands whoever reported it. Otherwise a test whose setup passed (or that has no
+    A failure stands whoever reported it, and so does an exception the test raised that a
+    plugin or conftest reported as a pass. Otherwise a test whose setup passed (or that has no
     setup report) must have had its call phase run, or it is "uncalled": a plugin or conftest
     (its pytest_runtest_protocol) left the test out, or reported a call that never happened.
     """
@@ -330,6 +338,9 @@ def classify(reports, called=True):
         return "failed", failure_line(call)
     if teardown is not None and teardown.failed:
         return "error", failure_line(teardown)
+    if call is not None and call.passed and call_error is not None and not hasattr(call, "wasxfail"):
+        return "failed", (f"{type(call_error).__name__}: {first_line(call_error)} (raised by the test; "
+                          "a plugin or conftest reported its call as passed)")
     if (not called or call is None) and (setup is None or setup.passed):
         return "uncalled", uncalled_line(reports, call, called)
     ran = [report for report in (setup, call, teardown) if report is not None]

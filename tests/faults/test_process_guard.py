@@ -639,6 +639,31 @@ def test_a_test_whose_call_phase_never_ran_is_missing_not_passed(project, how):
         assert re.search(r"its call phase never ran in seed\.0, seed\.1: ", row["reason"]), row
 
 
+def test_a_failure_a_conftest_reports_as_a_pass_still_fails(project):
+    """A conftest's pytest_runtest_makereport wrapper turns a failing call into a pass (pytest then
+    counts a pass and exits 0): what the test raised stands, the test is `failing`."""
+    project.write(TEST_FILE, PASSING + "\n    def test_fails():\n        assert 1 == 2, 'one is not two'\n")
+    project.write("conftest.py", """
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            report = outcome.get_result()
+            if report.when == "call" and report.failed:
+                report.outcome, report.longrepr = "passed", None
+    """)
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_blocked(project, result, "a failure reported as a pass")
+        row = project.ledger().tests["tests/test_suite.py::test_fails"]
+        assert (row["verdict"], set(row["outcomes"].values())) == ("failing", {"failed"}), row
+        assert "AssertionError: one is not two (raised by the test; a plugin or conftest reported its call as passed)" in \
+            row["reason"], row
+
+
 # ============================================================== 12. fixtures wider than a test
 
 

@@ -145,6 +145,43 @@ def test_a_test_whose_call_phase_never_ran_is_uncalled_not_passed(gate, how):
     assert re.search(message, result["message"]), result["message"]
 
 
+def test_a_failure_a_conftest_reports_as_a_pass_stands(gate):
+    """A pytest_runtest_makereport wrapper turns the call's failure into a pass: pytest counts a
+    pass, the record says failed, with what the test raised."""
+    gate.pytester.makeconftest("""
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            report = outcome.get_result()
+            if report.when == "call" and report.failed:
+                report.outcome, report.longrepr = "passed", None
+    """)
+    gate.pytester.makepyfile(test_a="""
+        import pytest
+
+        def test_fails():
+            assert 1 == 2, "one is not two"
+
+        def test_skips():
+            pytest.skip("not here")
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfails():
+            assert 0
+    """)
+    result, records = gate.run_records()
+    result.assert_outcomes(passed=1, skipped=1, xfailed=1)
+    got = {nodeid.split("::")[1]: (r["outcome"], r["message"]) for nodeid, r in results(records).items()}
+    assert got == {
+        "test_fails": ("failed", "AssertionError: one is not two (raised by the test; a plugin or conftest reported "
+                                 "its call as passed)"),
+        "test_skips": ("skipped", "not here"),
+        "test_xfails": ("xfailed", "known"),
+    }
+
+
 def test_a_skip_or_failure_before_the_call_is_not_uncalled(gate):
     """Setup skipped, xfail(run=False), setup failed: pytest itself calls nothing, as it should."""
     gate.pytester.makepyfile(test_a="""
