@@ -68,7 +68,7 @@ class RunRecorder:
         self.reports = {}
         self.running = None  # the node id of the test whose protocol runs
         self.called = False  # whether pytest_runtest_call ran for it
-        self.call_error = None  # what the test raised in it, other than a skip or xfail
+        self.call_error = None  # what the test raised in it, other than a skip or xfail: "Type: first line"
 
     def emit(self, record):
         self.write_line(RECORD_ENCODER.encode(record))
@@ -205,7 +205,8 @@ class RunRecorder:
         outcome = yield
         error = outcome.excinfo[1] if outcome.excinfo is not None else None
         if ours and error is not None and not isinstance(error, (pytest.skip.Exception, pytest.xfail.Exception)):
-            self.call_error = error
+            # Its words only: the exception would keep the test's frames alive.
+            self.call_error = f"{type(error).__name__}: {first_line(error)}"
 
     def pytest_runtest_logreport(self, report):
         if report.nodeid == self.running:  # another test's report is not this one's phase
@@ -324,7 +325,7 @@ def installed_reorderers():
 def classify(reports, called=True, call_error=None):
     """(outcome, message) of one test from its phase reports, as pytest counts it; `called`:
     whether pytest_runtest_call ran for it, `call_error`: what the test raised there (not a
-    skip or an xfail).
+    skip or an xfail), as "Type: first line".
 
     A failure stands whoever reported it, and so does an exception the test raised that a
     plugin or conftest reported as a pass. Otherwise a test whose setup passed (or that has no
@@ -339,8 +340,7 @@ def classify(reports, called=True, call_error=None):
     if teardown is not None and teardown.failed:
         return "error", failure_line(teardown)
     if call is not None and call.passed and call_error is not None and not hasattr(call, "wasxfail"):
-        return "failed", (f"{type(call_error).__name__}: {first_line(call_error)} (raised by the test; "
-                          "a plugin or conftest reported its call as passed)")
+        return "failed", f"{call_error} (raised by the test; a plugin or conftest reported its call as passed)"
     if (not called or call is None) and (setup is None or setup.passed):
         return "uncalled", uncalled_line(reports, call, called)
     ran = [report for report in (setup, call, teardown) if report is not None]
