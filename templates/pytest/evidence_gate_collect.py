@@ -3,6 +3,12 @@
 and the configuration that found it (rootdir, config file, options and where they came
 from, conftests, plugins, interpreter). evgate turns it into the receipt and the CTest
 entries.
+
+It also says what collection lost on the way: each test a hook deselected (through
+``pytest_deselected``, with the code that called it) or took out of the items without a
+word, and the plugins ``PYTEST_PLUGINS`` in the environment loads. evgate's thinning row
+names them: a conftest or plugin that thins the suite does so in every run alike, and
+nothing else would say so.
 """
 
 import os
@@ -24,10 +30,26 @@ class CollectRecorder:
     def __init__(self, config):
         self.config = config
         self.errors = []
+        self.collected = {}  # node id -> None, in collection order (items before any hook)
+        self.deselected = {}  # node id -> who deselected it
 
     def pytest_collectreport(self, report):
         if report.failed:
             self.errors.append({"nodeid": report.nodeid, "message": str(report.longrepr)[:2000]})
+
+    def pytest_itemcollected(self, item):
+        self.collected.setdefault(item.nodeid)
+
+    def pytest_deselected(self, items):
+        by = hook_caller(self.config)
+        for item in items:
+            self.deselected.setdefault(item.nodeid, by)
+
+    def lost(self, items):
+        """Collected tests the final items lack: each with who deselected it (None: taken out
+        without pytest_deselected, by a hook that is not known)."""
+        kept = {item.nodeid for item in items}
+        return [{"id": nodeid, "by": self.deselected.get(nodeid)} for nodeid in self.collected if nodeid not in kept]
 
     def pytest_sessionfinish(self, session, exitstatus):
         config = self.config
@@ -49,9 +71,40 @@ class CollectRecorder:
             "python_version": platform.python_version(),
             "pytest_version": pytest.__version__,
             "tests": [describe(item) for item in session.items],
+            "deselected": self.lost(session.items),
+            "pytest_plugins_env": [name.strip() for name in os.environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()],
             "errors": self.errors,
             "exitstatus": int(exitstatus),
         })
+
+
+def hook_caller(config):
+    """Who called the hook being run: 'conftest.py:7 (pytest_collection_modifyitems)' for a
+    conftest, 'thinplug (pytest_collection_modifyitems)' for a plugin module, "pytest's -k/-m"
+    (or "pytest's --deselect") for pytest's own options; None when nothing outside the hook
+    machinery did."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module == "_pytest" or module.startswith("_pytest."):
+            return PYTEST_CALLERS.get(module, f"pytest ({module})")
+        if module != __name__ and module != "pluggy" and not module.startswith("pluggy."):
+            return describe_caller(frame, config)
+        frame = frame.f_back
+    return None
+
+
+PYTEST_CALLERS = {"_pytest.mark": "pytest's -k/-m", "_pytest.main": "pytest's --deselect",
+                  "_pytest.cacheprovider": "pytest's cache (--lf, --sw)"}
+
+
+def describe_caller(frame, config):
+    path = frame.f_code.co_filename
+    function = frame.f_code.co_name
+    if os.path.basename(path) == "conftest.py":
+        relative = os.path.relpath(path, str(config.rootpath))
+        return f"{path if relative.startswith('..') else relative}:{frame.f_lineno} ({function})"
+    return f"{frame.f_globals.get('__name__', path)} ({function})"
 
 
 def plugin_list(config):

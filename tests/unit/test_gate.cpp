@@ -43,6 +43,10 @@ const LedgerRow& row_of(const std::vector<LedgerRow>& rows, const std::string& t
     throw;
 }
 
+bool has_row(const std::vector<LedgerRow>& rows, const std::string& test) {
+    return std::any_of(rows.begin(), rows.end(), [&](const LedgerRow& row) { return row.test == test; });
+}
+
 }  // namespace
 
 TEST_CASE("a clean suite passes and every row is written", "[gate]") {
@@ -112,7 +116,15 @@ TEST_CASE("a run that saw another rootdir or unknown tests blocks", "[gate]") {
     input.runs = {moved, extra};
     const auto rows = build_ledger(input);
     CHECK_THAT(row_of(rows, "run:seed.0").reason, Catch::Contains("rootdir '/sub'"));
-    CHECK_THAT(row_of(rows, "run:seed.1").reason, Catch::Contains("t::new"));
+    CHECK(row_of(rows, "run:seed.1").reason ==
+          "the receipt lacks tests pytest collected in this run, so no run planned them: t::new (added since the receipt "
+          "was taken, or collected in runs only)");
+    // A test a hook took out of the receipt's collection: the row says who.
+    input.receipt.deselected = {{"t::new", "conftest.py:8 (pytest_collection_modifyitems)"}};
+    CHECK(row_of(build_ledger(input), "run:seed.1").reason ==
+          "the receipt lacks tests pytest collected in this run, so no run planned them: t::new (deselected in the "
+          "receipt's collection by conftest.py:8 (pytest_collection_modifyitems); in this run evidence-gate's order "
+          "left it out, and the hook came after it)");
 }
 
 TEST_CASE("collection errors, an empty collection and a shrunken baseline block", "[gate]") {
@@ -262,10 +274,31 @@ TEST_CASE("options that thin the run warn; options under which no test is called
     CHECK(row_of(rows, "thinning").warning);
     CHECK(row_of(rows, "thinning").gate == Gate::pass);
     CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-o python_functions=test_ok (PYTEST_ADDOPTS)"));
+    CHECK_THAT(row_of(rows, "thinning").reason, !Catch::Contains("deselected"));
     input.receipt.hollow = {"--setup-only (PYTEST_ARGS)"};
     rows = receipt_rows(input);
     CHECK(row_of(rows, "options").gate == Gate::block);
     CHECK_THAT(row_of(rows, "options").reason, Catch::Contains("--setup-only (PYTEST_ARGS)"));
+}
+
+TEST_CASE("tests hooks took out of the receipt's collection warn, naming who, and PYTEST_PLUGINS", "[gate]") {
+    auto input = input_for({"t::b"});
+    CHECK_FALSE(has_row(receipt_rows(input), "thinning"));
+    input.receipt.pytest_plugins = {"thinplug"};
+    CHECK_FALSE(has_row(receipt_rows(input), "thinning"));  // loaded, but nothing thinned
+    input.receipt.deselected = {{"t::a", "conftest.py:4 (pytest_collection_modifyitems)"},
+                                {"t::c", "thinplug (pytest_collection_modifyitems)"},
+                                {"t::d", ""},
+                                {"t::e", "conftest.py:4 (pytest_collection_modifyitems)"}};
+    const auto rows = receipt_rows(input);
+    const auto& row = row_of(rows, "thinning");
+    CHECK(row.warning);
+    CHECK(row.gate == Gate::pass);
+    CHECK(row.reason ==
+          "warning: 4 test(s) deselected in the receipt's collection: t::a, t::e by conftest.py:4 "
+          "(pytest_collection_modifyitems); t::c by thinplug (pytest_collection_modifyitems), a plugin PYTEST_PLUGINS "
+          "loads; t::d by a hook that removed them from the items without pytest_deselected; PYTEST_PLUGINS in the "
+          "environment loads thinplug (a baseline catches what they drop)");
 }
 
 TEST_CASE("quarantine entries for no collected test, or dated more than a year ahead, warn with file and line", "[gate]") {

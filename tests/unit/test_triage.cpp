@@ -69,6 +69,19 @@ TEST_CASE("a run that died in the test makes it interrupted; no result makes it 
     CHECK(classify({}).verdict == Verdict::missing);
 }
 
+TEST_CASE("a test whose call phase never ran is missing, never stable, and the row says why", "[triage]") {
+    auto uncalled = seed(1, "uncalled");
+    uncalled.message = "its call phase never ran (setup passed, teardown passed)";
+    const auto c = classify({seed(0, "passed"), uncalled});
+    CHECK(c.verdict == Verdict::missing);
+    CHECK(c.reason == "collected, but its call phase never ran in seed.1: its call phase never ran (setup passed, teardown passed)");
+    CHECK(classify({seed(0, "uncalled"), seed(1, "uncalled")}).verdict == Verdict::missing);
+    CHECK(classify({seed(0, "missing"), seed(1, "uncalled")}).reason ==
+          "collected, but no result in seed.0; its call phase never ran in seed.1");
+    // A failure elsewhere does not hide it: missing outranks failing.
+    CHECK(classify({seed(0, "failed"), seed(1, "uncalled")}).verdict == Verdict::missing);
+}
+
 TEST_CASE("priority: the first verdict wins and the others are kept", "[triage]") {
     const auto c = classify({attempt("seed.0", "seed.0", "passed", {"db"}), seed(1, "interrupted"), seed(2, "failed")});
     CHECK(c.verdict == Verdict::polluter);

@@ -19,7 +19,7 @@ struct OutcomeStyle {
     char css() const { return static_cast<char>(colour); }
 };
 
-constexpr std::array<OutcomeStyle, 10> kStyles{{
+constexpr std::array<OutcomeStyle, 11> kStyles{{
     {"passed", Swatch::green, '.', "passed"},
     {"failed", Swatch::vermillion, 'F', "failed"},
     {"error", Swatch::purple, 'E', "error (setup or teardown)"},
@@ -28,11 +28,12 @@ constexpr std::array<OutcomeStyle, 10> kStyles{{
     {"xpassed", Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
     {"interrupted", Swatch::black, '!', "interrupted (the interpreter died)"},
     {"missing", Swatch::yellow, '?', "missing (planned, no result)"},
+    {"uncalled", Swatch::yellow, 'u', "uncalled (a hook ran it without its call phase)"},
     {"not run", Swatch::pale, '-', "not run (not in this run's plan)"},
     {"other", Swatch::blue, '*', "an outcome this report does not know"},
 }};
-constexpr std::size_t kNotRun = 8;
-constexpr std::size_t kOther = 9;
+constexpr std::size_t kNotRun = 9;
+constexpr std::size_t kOther = 10;
 
 const OutcomeStyle& style_of(std::string_view outcome) {
     for (std::size_t i = 0; i < kNotRun; ++i)

@@ -50,6 +50,11 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.sandbox_dir = optional_string(*sandbox, "dir", source).value_or("");
         receipt.sandboxed = string_array(*sandbox, "fresh", source);
     }
+    if (const auto* lost = member(doc, "deselected"); lost && lost->IsArray()) {
+        for (const auto& t : lost->GetArray())
+            receipt.deselected.push_back({string_member(t, "id", source), optional_string(t, "by", source).value_or("")});
+    }
+    receipt.pytest_plugins = string_array(doc, "pytest_plugins_env", source);
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {

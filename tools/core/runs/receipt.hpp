@@ -26,6 +26,13 @@ struct ReceiptTest {
     std::optional<EnvSensitive> env_sensitive;
 };
 
+// A test the receipt's collection found and a hook took out of the items again.
+struct LostTest {
+    std::string id;
+    std::string by;  // who called pytest_deselected ("conftest.py:7 (pytest_collection_modifyitems)",
+                     // "pytest's -k/-m"); "" when it was removed without pytest_deselected
+};
+
 struct Receipt {
     std::string id;  // binds the runs of one ctest invocation to this receipt
     std::string rootdir;
@@ -38,6 +45,8 @@ struct Receipt {
     std::vector<std::string> stray_configs;          // below ROOT, relative to it
     std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
     std::vector<std::string> hollow;                 // options under which pytest never calls the tests
+    std::vector<LostTest> deselected;                // collected, then deselected or removed by a hook
+    std::vector<std::string> pytest_plugins;         // what PYTEST_PLUGINS in the environment loads
     std::string git_head;                            // "" outside a git work tree
     std::vector<std::string> git_dirty;              // `git status --porcelain` lines of the work tree
     std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)

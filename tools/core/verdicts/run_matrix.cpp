@@ -113,8 +113,9 @@ void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome
         last_outcome_ = {outcomes_.name(number), number + 1};
     }
     cell.outcome = last_outcome_.second;
-    // A reason quotes the message of a failure or skip; nothing reads any other.
-    const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip");
+    // A reason quotes the message of a failure, a skip or a call that never ran; nothing reads any other.
+    const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip" ||
+                                             outcome == kUncalled);
     if (!dirty.empty() || quoted) {
         run.extras[id] = Extra{std::move(dirty), quoted ? std::string(message) : std::string()};
         cell.extra = true;

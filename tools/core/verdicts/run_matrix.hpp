@@ -95,7 +95,7 @@ private:
     };
     struct Extra {
         std::vector<std::string> dirty;
-        std::string message;  // only that of a failure or skip: what a reason quotes
+        std::string message;  // only that of a failure, a skip or a call that never ran: what a reason quotes
     };
     struct RunCells {
         std::vector<Cell> cells;  // by test number; tests numbered later have none here

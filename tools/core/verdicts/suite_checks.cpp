@@ -50,7 +50,45 @@ LedgerRow receipt_row(const GateInput& input) {
                                                      std::to_string(receipt.conftests.size()) + " conftest file(s)");
 }
 
-// Config files that would re-root pytest, options that thin or hollow out the run.
+// Who took a test out of the receipt's collection, in words.
+std::string lost_by(const LostTest& lost, const Receipt& receipt) {
+    if (lost.by.empty()) return "a hook that removed them from the items without pytest_deselected";
+    for (const auto& plugin : receipt.pytest_plugins)
+        if (lost.by.rfind(plugin + " (", 0) == 0) return lost.by + ", a plugin PYTEST_PLUGINS loads";
+    return lost.by;
+}
+
+// The tests hooks took out of the receipt's collection, by who took them: "" when none.
+std::string lost_in_collection(const Receipt& receipt) {
+    if (receipt.deselected.empty()) return "";
+    std::vector<std::pair<std::string, std::vector<std::string>>> by;  // who -> tests, in the order first seen
+    for (const auto& lost : receipt.deselected) {
+        const auto who = lost_by(lost, receipt);
+        auto it = std::find_if(by.begin(), by.end(), [&](const auto& b) { return b.first == who; });
+        if (it == by.end()) it = by.insert(by.end(), {who, {}});
+        it->second.push_back(lost.id);
+    }
+    std::string text = std::to_string(receipt.deselected.size()) + " test(s) deselected in the receipt's collection: ";
+    for (std::size_t i = 0; i < by.size(); ++i)
+        text += (i ? "; " : "") + list_some(by[i].second, 3) + " by " + by[i].first;
+    return text;
+}
+
+// What thins the run: options, hooks that deselect, and PYTEST_PLUGINS (which nothing in the
+// project names) beside them; "" when nothing does.
+std::string thinning_reason(const Receipt& receipt) {
+    std::vector<std::string> parts;
+    if (!receipt.thinning.empty()) parts.push_back("options thin the run: " + list_some(receipt.thinning, 10));
+    if (auto lost = lost_in_collection(receipt); !lost.empty()) parts.push_back(std::move(lost));
+    if (parts.empty()) return "";
+    if (!receipt.pytest_plugins.empty())
+        parts.push_back("PYTEST_PLUGINS in the environment loads " + list_some(receipt.pytest_plugins));
+    std::string reason;
+    for (const auto& part : parts) reason += (reason.empty() ? "" : "; ") + part;
+    return reason + " (a baseline catches what they drop)";
+}
+
+// Config files that would re-root pytest, options and hooks that thin or hollow out the run.
 std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     std::vector<LedgerRow> rows{receipt_row(input)};
     const auto& receipt = input.receipt;
@@ -58,9 +96,7 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
         rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
     }
-    if (!receipt.thinning.empty())
-        rows.push_back(warning_row("thinning", "options thin the run: " + list_some(receipt.thinning, 10) +
-                                                   " (a baseline catches what they drop)"));
+    if (auto thinning = thinning_reason(receipt); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
     if (!receipt.hollow.empty())
         rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +
@@ -125,8 +161,21 @@ private:
     std::unordered_set<std::string> known_;
 };
 
+// Tests a run's pytest collected that the receipt lacks (so no run planned them), and why the
+// receipt lacks them where it knows.
+std::string unlisted_trouble(const std::vector<std::string>& extra, const Receipt& receipt) {
+    std::string why = "added since the receipt was taken, or collected in runs only";
+    const auto lost = std::find_if(receipt.deselected.begin(), receipt.deselected.end(),
+                                   [&](const LostTest& t) { return t.id == extra.front(); });
+    if (lost != receipt.deselected.end())
+        why = (extra.size() > 1 ? "the first " : "") + std::string("deselected in the receipt's collection by ") +
+              lost_by(*lost, receipt) + "; in this run evidence-gate's order left it out, and the hook came after it";
+    return "the receipt lacks tests pytest collected in this run, so no run planned them: " + list_some(extra) + " (" +
+           why + ")";
+}
+
 // What a run's pytest processes saw that the receipt does not: another rootdir, configfile or
-// conftest set, tests it does not list; else "".
+// conftest set, tests it lacks; else "".
 std::string session_trouble(const RunRecords& r, const Receipt& receipt, UnknownIds& unknown) {
     for (const auto& s : r.sessions) {
         if (s.rootdir != receipt.rootdir)
@@ -136,7 +185,7 @@ std::string session_trouble(const RunRecords& r, const Receipt& receipt, Unknown
                    receipt.configfile.value_or("none") + "'";
         if (s.conftests != receipt.conftests) return "pytest loaded other conftest files than the receipt lists";
         if (auto extra = unknown.of(s.unlisted); !extra.empty())
-            return "pytest collected tests the receipt does not list: " + list_some(extra);
+            return unlisted_trouble(extra, receipt);
     }
     return "";
 }

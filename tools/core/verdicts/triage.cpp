@@ -19,6 +19,10 @@ Observations observe(const std::vector<Attempt>& attempts) {
         }
         if (a.outcome == "interrupted") o.interrupted.push_back(a.run);
         if (a.outcome == "missing") o.missing.push_back(a.run);
+        if (a.outcome == kUncalled) {
+            o.uncalled.push_back(a.run);
+            note_message(o.uncalled_message, a);
+        }
         const auto cls = std::string(outcome_class(a.outcome));
         if (cls == "fail") note_message(o.fail_message, a);
         if (cls == "skip") note_message(o.skip_message, a);

@@ -21,7 +21,7 @@ bool parse_column(std::string_view text, Column& column);
 struct Attempt {
     std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
     std::string order;    // which order it ran in: reruns share their seed's; "alone" runs are their own
-    std::string outcome;  // passed failed error skipped xfailed xpassed interrupted missing
+    std::string outcome;  // passed failed error skipped xfailed xpassed uncalled interrupted missing
     std::vector<std::string> dirty;
     std::string message;
     Column column = Column::local;
@@ -39,6 +39,10 @@ Classification classify(const std::vector<Attempt>& attempts);
 // pass / fail / skip: what an outcome says about the test, or "" for no result.
 std::string_view outcome_class(std::string_view outcome);
 
+// The outcome of a test whose call phase never ran though it was neither skipped nor failed in
+// setup (a plugin's or conftest's pytest_runtest_protocol left it out): no result, never a pass.
+constexpr std::string_view kUncalled = "uncalled";
+
 // How the plugin names a file it saw a test change in the source tree, outside the groups.
 constexpr std::string_view kSourceTreePrefix = "(source tree):";
 
@@ -52,10 +56,11 @@ struct Observations {
     std::map<std::string, Runs> remote_runs_by_class;                // runners and perturbed
     std::map<std::string, Runs> runner_runs_by_class;                // runners only
     Runs interrupted, missing;
+    Runs uncalled;                 // runs whose records say its call phase never ran
     std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
     Runs dirtied_in;
     bool alone_tried = false;
-    std::string fail_message, skip_message;  // ": <message>" of the first such attempt with one, else ""
+    std::string fail_message, skip_message, uncalled_message;  // ": <message>" of the first such attempt with one, else ""
 
     std::size_t count(const std::string& cls) const;  // local runs with a result of this class
     std::string runs(const std::string& cls) const;   // some of them, for a reason
