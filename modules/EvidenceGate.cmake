@@ -197,6 +197,11 @@ function(evidence_gate_add_suite name)
   if(NOT IS_DIRECTORY "${root}")
     message(FATAL_ERROR "evidence_gate_add_suite(): ROOT is not a directory:\n  Path: '${root}'")
   endif()
+  # ROOT and the build tree by their real paths, once: pytest names tests from the real path of
+  # its working directory, and evgate compares paths below both (a link on the way, as with
+  # `cmake -S link`, would otherwise cost every node id its prefix).
+  file(REAL_PATH "${root}" root)
+  file(REAL_PATH "${CMAKE_CURRENT_BINARY_DIR}" binary_dir)
   foreach(path IN LISTS arg_TESTS)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
@@ -242,7 +247,7 @@ function(evidence_gate_add_suite name)
   _evidence_gate_find_python(python "${arg_PYTHON}")
 
   # suite.json: everything the tool needs, written only when it changes.
-  set(evidence_dir "${CMAKE_CURRENT_BINARY_DIR}/evidence/${name}")
+  set(evidence_dir "${binary_dir}/evidence/${name}")
   cmake_path(SET plugin_dir NORMALIZE "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../templates/pytest")
   if(arg_PERTURB)
     set(perturb true)
