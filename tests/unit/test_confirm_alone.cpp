@@ -61,7 +61,7 @@ TEST_CASE("within one order, the rerun that differs is confirmed alone, the chea
     CHECK(runs_to_confirm(runs, side_by_side({"seed.2.rerun.2"}), false).empty());
 }
 
-TEST_CASE("an order dependence seen alone needs nothing more; reruns that agree with their order are not redone",
+TEST_CASE("an order dependence seen alone needs nothing more, reruns that agree with their order are not redone",
           "[confirm]") {
     const std::vector<LoadedRun> runs = {run("seed.0", "seed.0", {{"set", "passed"}, {"needs", "passed"}}),
                                          run("seed.1", "seed.1", {{"needs", "failed"}, {"set", "passed"}}),
@@ -70,7 +70,7 @@ TEST_CASE("an order dependence seen alone needs nothing more; reruns that agree 
     CHECK(runs_to_confirm(runs, side_by_side({"seed.1.rerun.1", "seed.0.rerun.1"}), true).empty());
 }
 
-TEST_CASE("a perturbed failure beside other runs is confirmed alone; a test failing everywhere only when asked", "[confirm]") {
+TEST_CASE("a perturbed failure beside other runs is confirmed alone, a test failing everywhere only when asked", "[confirm]") {
     const std::vector<LoadedRun> runs = {run("seed.0", "seed.0", {{"tz", "passed"}, {"broken", "failed"}}),
                                          run("alone.1", "alone", {{"broken", "failed"}}),
                                          run("perturbed", "perturbed", {{"tz", "failed"}, {"broken", "failed"}}, Column::perturbed)};

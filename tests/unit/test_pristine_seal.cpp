@@ -120,7 +120,7 @@ TEST_CASE("when no verified copy is left the restore stops, saying so, and never
     CHECK(p.read("data/config.txt") == "rewritten\n");  // what the run left, kept: nothing better is known
 }
 
-TEST_CASE("a snapshot copies again what no longer holds its sealed content; without a seal it reads every copy", "[seal]") {
+TEST_CASE("a snapshot copies again what no longer holds its sealed content, and without a seal it reads every copy", "[seal]") {
     SealedProject p;
     FixtureStore store(p.suite);
     store.snapshot();

@@ -73,7 +73,7 @@ TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod ar
     CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
 }
 
-TEST_CASE("outside git, hidden directories are guarded too; version control, caches and environments never", "[store]") {
+TEST_CASE("outside git, hidden directories are guarded too, but never version control, caches and environments", "[store]") {
     Project p("data: data/*\n");
     p.write("data/a.txt", "pristine\n");
     p.write(".config/app.toml", "mode = \"prod\"\n");

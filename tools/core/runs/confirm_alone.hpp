@@ -20,8 +20,8 @@ using Overlapped = std::function<bool(const std::string& lease)>;
 // The runs (ids, in the order of `runs`) to do again alone, for the local and perturbed runs in
 // `runs`. For each test: in each order whose outcomes differ (one of them a failure), every
 // outcome needs a witness among that order's runs that overlapped nothing; across the local runs
-// likewise; a perturbed outcome that differs from the local ones needs the perturbed run alone,
-// and the local ones their witnesses. With `failures`, a test that fails in every local run needs
+// likewise; a perturbed outcome that differs from the local ones needs the perturbed run alone.
+// With `failures`, a test that fails in every local run needs
 // one failure seen alone too. Where an outcome has no witness, the run that costs least (fewest
 // tests) among those that hold it is chosen.
 std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
