@@ -132,8 +132,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     pytest process (fixtures, manifest, receipt, restore, ledger, gate, baseline-update:
     the process and a wait for another build tree's run over the same ROOT); ``3T + 30``
     for a run (``seed.<k>``, ``perturbed``: the run, the rest of its order after a hang,
-    and that wait); ``(SEEDS + 2) x (RERUNS + 1) x T + 30`` for ``rerun`` (every run redone
-    alone and every order rerun, one after another); ``(10 x LOCALISE + 2) x T + 30`` for
+    and that wait); ``(SEEDS + 2) x (2 x RERUNS + 2) x T + 30`` for ``rerun`` (every run
+    redone alone and every order rerun, one after another, and each rerun once more alone to
+    confirm a disagreement); ``(10 x LOCALISE + 2) x T + 30`` for
     ``localise`` (its whole budget of pytest runs); 60 s for the per-test entries, which
     read one record. A step ended by its timeout fails; the steps that need it do not run,
     so the gate is never PASS, and ``<name>.restore`` puts the fixture groups back.
@@ -197,6 +198,11 @@ function(evidence_gate_add_suite name)
   if(NOT IS_DIRECTORY "${root}")
     message(FATAL_ERROR "evidence_gate_add_suite(): ROOT is not a directory:\n  Path: '${root}'")
   endif()
+  # ROOT and the build tree by their real paths, once: pytest names tests from the real path of
+  # its working directory, and evgate compares paths below both (a link on the way, as with
+  # `cmake -S link`, would otherwise cost every node id its prefix).
+  file(REAL_PATH "${root}" root)
+  file(REAL_PATH "${CMAKE_CURRENT_BINARY_DIR}" binary_dir)
   foreach(path IN LISTS arg_TESTS)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
@@ -242,7 +248,7 @@ function(evidence_gate_add_suite name)
   _evidence_gate_find_python(python "${arg_PYTHON}")
 
   # suite.json: everything the tool needs, written only when it changes.
-  set(evidence_dir "${CMAKE_CURRENT_BINARY_DIR}/evidence/${name}")
+  set(evidence_dir "${binary_dir}/evidence/${name}")
   cmake_path(SET plugin_dir NORMALIZE "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../templates/pytest")
   if(arg_PERTURB)
     set(perturb true)
@@ -297,7 +303,7 @@ function(evidence_gate_add_suite name)
   # CTest timeouts, for a step that is stuck itself (see TIMEOUT in the documentation above).
   math(EXPR one_process_timeout "2 * ${arg_TIMEOUT} + 30")
   math(EXPR run_timeout "3 * ${arg_TIMEOUT} + 30")
-  math(EXPR rerun_timeout "(${arg_SEEDS} + 2) * (${arg_RERUNS} + 1) * ${arg_TIMEOUT} + 30")
+  math(EXPR rerun_timeout "(${arg_SEEDS} + 2) * (2 * ${arg_RERUNS} + 2) * ${arg_TIMEOUT} + 30")
   math(EXPR localise_timeout "(10 * ${arg_LOCALISE} + 2) * ${arg_TIMEOUT} + 30")
   # Seed runs share the fixture groups side by side (evgate locks them and runs again, alone,
   # whatever ran beside a run that changed them); the steps that mostly need them alone take

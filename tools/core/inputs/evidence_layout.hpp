@@ -67,6 +67,7 @@ inline constexpr char kLeaseFile[] = "groups.json";          // the groups as pr
 inline constexpr char kTreeFile[] = "tree.json";             // the guarded source tree outside the groups
 inline constexpr char kStamps[] = "stamps.json";             // lstat metadata of every pristine file: what needs no rehash
 inline constexpr char kPristine[] = "pristine";              // pristine/<path>: a copy of every guarded regular file
+inline constexpr char kObjects[] = "objects";                // objects/<sha256 hex>: a second copy, named by its content
 inline constexpr char kPending[] = "pending";                // pending/<token>: a marker per live run (flock-held)
 inline constexpr char kPendingTemp[] = "pending.";           // pending.<token>: a marker being created, locked
 inline constexpr char kExclusive[] = "exclusive";            // a run of this invocation changed the tree: the rest go alone

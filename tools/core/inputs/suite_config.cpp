@@ -30,8 +30,9 @@ SuiteConfig load_suite_config(const std::filesystem::path& file) {
     SuiteConfig config;
     config.source = file;
     config.name = string_member(doc, "name", source);
-    config.root = string_member(doc, "root", source);
-    config.evidence_dir = string_member(doc, "evidence_dir", source);
+    // By their real paths, once (the module writes them so): every path below them is compared.
+    config.root = std::filesystem::weakly_canonical(string_member(doc, "root", source));
+    config.evidence_dir = std::filesystem::weakly_canonical(string_member(doc, "evidence_dir", source));
     config.plugin_dir = string_member(doc, "plugin_dir", source);
     config.python = string_member(doc, "python", source);
     config.tests = string_array(doc, "tests", source);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/confirm_alone.hpp"
 #include "runs/culprits.hpp"
 #include "runs/env_manifest.hpp"
 #include "io/error.hpp"
@@ -238,6 +239,25 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
 
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
 
+// Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
+// run (runs_to_confirm): the runs it does not are done again, alone, until it does.
+int confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, bool failures) {
+    int status = 0;
+    for (;;) {  // each redo overlaps nothing: each run is done again at most once
+        const auto spans = read_spans(suite.root);
+        const auto redo = runs_to_confirm(load_runs(suite, receipt.id),
+                                          [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
+        if (redo.empty()) return status;
+        for (const auto& id : redo) {
+            auto plan = read_plan(plan_file(suite, id));
+            std::cout << "evgate: " << suite.name << ": " << id
+                      << " ran beside other runs and holds an outcome no run alone confirms; running it again, alone\n";
+            plan.access = TreeAccess::exclusive;
+            status |= run_and_report(suite, receipt, store, plan);
+        }
+    }
+}
+
 }  // namespace
 
 int cmd_rerun(Invocation& in) {
@@ -248,19 +268,21 @@ int cmd_rerun(Invocation& in) {
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_runs(suite, receipt.id))
         if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
-    std::vector<LoadedRun> seeds;
-    for (auto& run : load_runs(suite, receipt.id)) {
-        if (is_seed(run.plan)) {
-            seeds.push_back(std::move(run));
-        } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
+    for (const auto& run : load_runs(suite, receipt.id)) {
+        if (!is_seed(run.plan) && run.plan.column == Column::local) {  // a rerun of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
     }
+    status |= confirm_alone(suite, receipt, store, false);  // the reruns are planned from what the seeds show alone
+    std::vector<LoadedRun> seeds;
+    for (auto& run : load_runs(suite, receipt.id))
+        if (is_seed(run.plan)) seeds.push_back(std::move(run));
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
     status |= run_all(suite, receipt, store, plans);
+    status |= confirm_alone(suite, receipt, store, true);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
     return status;
 }
