@@ -122,7 +122,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     Extra pytest arguments for every run. Default: none.
 
   ``ENVIRONMENT VAR=value...``
-    Extra environment for every run. Default: none.
+    Extra environment for every run; a variable set here is pinned (``HOME``, ``TMPDIR``
+    and the XDG directories are otherwise each run's own). A ``PYTHONPATH`` given here is
+    appended after the plugin's directory, never replacing it. Default: none.
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of

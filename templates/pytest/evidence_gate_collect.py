@@ -14,7 +14,9 @@ nothing else would say so.
 import os
 import platform
 import shlex
+import site
 import sys
+import sysconfig
 import types
 
 import pytest
@@ -66,6 +68,7 @@ class CollectRecorder:
             "args": list(config.args),
             "invocation_dir": str(config.invocation_params.dir),
             "conftests": loaded_conftests(config),
+            "imported": imported_files(config),
             "plugins": plugin_list(config),
             "python": sys.executable,
             "python_version": platform.python_version(),
@@ -148,3 +151,42 @@ def loaded_conftests(config):
         if isinstance(plugin, types.ModuleType)
         and os.path.basename(getattr(plugin, "__file__", None) or "") == "conftest.py"
     })
+
+
+def imported_files(config):
+    """The files of the modules the collection imported that are no part of the interpreter's
+    installation (its prefixes, the standard library, site-packages), and the conftests:
+    absolute. A library beside ROOT that a conftest puts on sys.path is among them; evgate
+    digests them with the sources a shard ran over (runs/receipt_sources.hpp)."""
+    rootdir = os.path.abspath(str(config.rootpath))
+    installed = _installed_dirs(rootdir)
+    files = set(loaded_conftests(config))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path:
+            continue
+        path = os.path.abspath(path)
+        if not any(_inside(path, d) for d in installed):
+            files.add(path)
+    return sorted(files)
+
+
+def _installed_dirs(rootdir):
+    """Where the interpreter keeps what is installed; a prefix that holds ROOT (a system
+    interpreter's /usr and a checkout below it) counts only through its library dirs."""
+    dirs = {os.path.dirname(os.path.abspath(__file__))}  # this plugin
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(os.path.abspath(path))
+    for path in list(getattr(site, "getsitepackages", list)()) + [site.getusersitepackages()]:
+        dirs.add(os.path.abspath(path))
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        prefix = os.path.abspath(prefix)
+        if not _inside(rootdir, prefix):
+            dirs.add(prefix)
+    return dirs
+
+
+def _inside(path, directory):
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)

@@ -124,3 +124,21 @@ def test_nothing_lost_nothing_listed(gate, monkeypatch):
     gate.run("--collect-only", f"--evidence-gate-collect={out}")
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["deselected"], doc["pytest_plugins_env"]) == ([], [])
+def test_collect_lists_the_files_imported_from_outside_the_installation(gate):
+    """The files of every module the collection imported that is no part of the interpreter's
+    installation, conftests included: a library beside rootdir that a conftest puts on sys.path
+    is among them; the standard library, pytest and the plugin are not."""
+    pytester = gate.pytester
+    lib = pytester.path.parent / f"{pytester.path.name}-lib"
+    lib.mkdir()
+    (lib / "helper_beside_root.py").write_text("def answer():\n    return 42\n")
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    make_tree(pytester.path, {"tests/test_h.py": "import json\nimport helper_beside_root\n\ndef test_h(): pass\n"})
+    out = pytester.path / "collect.json"
+    gate.run("--collect-only", f"--evidence-gate-collect={out}")
+    imported = json.loads(out.read_text(encoding="utf-8"))["imported"]
+    assert str(lib / "helper_beside_root.py") in imported, imported
+    assert str(pytester.path / "conftest.py") in imported and str(pytester.path / "tests/test_h.py") in imported, imported
+    for installed in (json.__file__, pytest.__file__, str(Path(__file__).parents[2] / "templates/pytest/evidence_gate_pytest.py")):
+        assert str(Path(installed).resolve()) not in imported and installed not in imported, installed
+    assert imported == sorted(imported)

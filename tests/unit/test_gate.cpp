@@ -323,12 +323,12 @@ TEST_CASE("quarantine entries for no collected test, or dated more than a year a
     CHECK(print_gate(out, "s", rows, 1) == 0);
 }
 
-TEST_CASE("tests skipped in every run for a reason that points at the sandboxed home or temp dir warn", "[gate]") {
+TEST_CASE("every test skipped in every run is named, those whose reason points at the sandbox apart", "[gate]") {
     const std::vector<std::string> ids = {"t::ini", "t::tilde", "t::env", "t::platform", "t::sometimes", "t::tmp", "t::brew"};
     auto input = input_for(ids);
     input.home = "/home/ana";
     input.receipt.sandbox_dir = "/b/evidence/s/sandbox";
-    input.receipt.sandboxed = {"HOME", "TMPDIR"};
+    input.receipt.sandboxed = {"HOME", "TMPDIR", "XDG_CONFIG_HOME"};
     RunMatrix runs;
     for (const char* seed : {"seed.0", "seed.1"}) {
         auto r = finished_run(seed, ids, {});
@@ -352,19 +352,61 @@ TEST_CASE("tests skipped in every run for a reason that points at the sandboxed 
     CHECK(sandbox.warning);
     CHECK(sandbox.gate == Gate::pass);
     CHECK(sandbox.suite_scope);
-    CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 4 test(s) skipped in every run"));
-    for (const char* named : {"t::ini", "t::tilde", "t::env", "t::tmp", "'/home/ana'"}) CHECK_THAT(sandbox.reason, Catch::Contains(named));
-    for (const char* unnamed : {"t::platform", "t::sometimes", "t::brew"}) CHECK_THAT(sandbox.reason, !Catch::Contains(unnamed));
+    CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 6 test(s) skipped in every run"));
+    CHECK(sandbox.tests == std::vector<std::string>{"t::ini", "t::tilde", "t::env", "t::platform", "t::tmp", "t::brew"});
+    CHECK_THAT(sandbox.reason, Catch::Contains("t::platform ('not on this platform')"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("every run has its own empty HOME, TMPDIR, XDG_CONFIG_HOME (below '/b/evidence/s/sandbox')"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("4 of them for a reason that points at the home or temp dir (t::ini, t::tilde, t::env, t::tmp)"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("your own HOME ('/home/ana')"));
+    CHECK_THAT(sandbox.reason, !Catch::Contains("t::sometimes"));
+    CHECK_THAT(ledger_jsonl({sandbox}), Catch::Contains(R"("tests":["t::ini","t::tilde","t::env","t::platform","t::tmp","t::brew"])"));
     // Suite rows come first: the sandbox row sits before the first test row.
     const auto at = std::find_if(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; });
     CHECK(std::all_of(rows.begin(), at, [](const LedgerRow& r) { return r.suite_scope; }));
 
-    // A suite that pins HOME with ENVIRONMENT: skips about the home directory are its own doing.
+    // A suite that pins HOME with ENVIRONMENT: the tests are still named, and a skip about the
+    // home directory is its own doing.
     input.receipt.sandboxed = {"TMPDIR"};
     rows = build_ledger(input);
-    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::StartsWith("warning: 2 test(s)") && Catch::Contains("t::tmp"));
+    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::StartsWith("warning: 6 test(s)") &&
+                                                   Catch::Contains("2 of them for a reason that points at the home or temp dir (t::ini, t::tmp)"));
     input.receipt.sandboxed = {};
     input.receipt.sandbox_dir = "/elsewhere";
     rows = build_ledger(input);
-    CHECK(std::none_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; }));
+    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::Contains("the suite pins what the sandbox would replace") &&
+                                                   !Catch::Contains("points at") && !Catch::Contains("plain pytest"));
+}
+
+TEST_CASE("a test skipped in every run of this machine is named, one that ran here once is not", "[gate]") {
+    auto input = input_for({"t::local", "t::perturbed"});
+    auto seed = finished_run("seed.0", {"t::local", "t::perturbed"}, {{"t::local", "skipped"}, {"t::perturbed", "skipped"}});
+    auto perturbed = finished_run("perturbed", {"t::local", "t::perturbed"}, {{"t::local", "skipped"}, {"t::perturbed", "failed"}});
+    perturbed.plan.column = Column::perturbed;
+    auto runner = finished_run("ci", {"t::local", "t::perturbed"}, {{"t::local", "passed"}, {"t::perturbed", "passed"}});
+    runner.plan.column = Column::runner;
+    RunMatrix runs;
+    for (auto* r : {&seed, &perturbed, &runner}) runs.add(std::move(*r));
+    input.runs = std::move(runs);
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "sandbox").tests == std::vector<std::string>{"t::local"});  // another machine's home is not ours
+}
+
+TEST_CASE("env_sensitive markers dated more than a year ahead warn, as quarantine entries do", "[gate]") {
+    auto input = input_for({"t::far", "t::near", "t::bad", "t::none"});
+    input.receipt.tests[0].env_sensitive = EnvSensitive{"9999-12-31", "qa", "TZ"};
+    input.receipt.tests[1].env_sensitive = EnvSensitive{"2027-06-01", "qa", "TZ"};  // a year and no more
+    input.receipt.tests[2].env_sensitive = EnvSensitive{"someday", "qa", ""};
+    input.runs = {finished_run("seed.0", {"t::far", "t::near", "t::bad", "t::none"},
+                               {{"t::far", "passed"}, {"t::near", "passed"}, {"t::bad", "passed"}, {"t::none", "passed"}})};
+    input.expected_runs = {"seed.0"};
+    const auto rows = build_ledger(input);
+    const auto& far = row_of(rows, "env_sensitive:t::far");
+    CHECK(far.warning);
+    CHECK(far.gate == Gate::pass);
+    CHECK_THAT(far.reason, Catch::Contains("'t::far' (until 9999-12-31, owner qa) is dated more than a year after today (2026-06-01)"));
+    for (const char* quiet : {"env_sensitive:t::near", "env_sensitive:t::bad", "env_sensitive:t::none"})
+        CHECK(std::none_of(rows.begin(), rows.end(), [&](const LedgerRow& r) { return r.test == quiet; }));
+    std::ostringstream out;
+    CHECK(print_gate(out, "s", rows, 1) == 0);
+    CHECK_THAT(out.str(), Catch::Contains("WARN env_sensitive:t::far: "));
 }

@@ -20,6 +20,7 @@ inline constexpr char kDiscoverFingerprint[] = "discover.fingerprint";  // what 
 // --- The invocation's inputs and what it recorded of them ----------------------------------------
 inline constexpr char kCtestClaim[] = "ctest.claim";                    // the ctest invocation that holds the directory
 inline constexpr char kReceipt[] = "receipt.json";                      // what pytest collected and used, with its digest
+inline constexpr char kSources[] = "sources.json";                      // every source file the receipt was taken over, digested
 inline constexpr char kManifest[] = "manifest.json";                    // the environment the runs saw
 inline constexpr char kPerturbedManifest[] = "manifest.perturbed.json"; // the environment of the perturbed run
 inline constexpr char kBaseline[] = "baseline.json";  // `evgate baseline` writes here when the suite names no BASELINE

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fixtures/lease_file.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
 
@@ -50,6 +51,8 @@ struct Receipt {
     std::string git_head;                            // "" outside a git work tree
     std::vector<std::string> git_dirty;              // `git status --porcelain` lines of the work tree
     std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
+    std::string sources_digest;                      // of every source file (receipt_sources.hpp); "" when not taken
+    std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
     std::string shard;                               // "k/n" for a shard's receipt, else ""
@@ -58,8 +61,10 @@ struct Receipt {
     std::vector<CollectedTest> collected() const;
 };
 
-// Collects with the suite's own command line and environment; writes receipt.json.
-Receipt take_receipt(const SuiteConfig& suite);
+// Collects with the suite's own command line and environment; writes receipt.json. With
+// `pristine` (the fixture store's files at the snapshot before this collection), also the
+// digest of the sources (receipt_sources.hpp) and their listing, sources.json.
+Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* pristine = nullptr);
 Receipt load_receipt(const std::filesystem::path& file);
 
 // The node ids pytest collects now, with the suite's command line and environment.

@@ -276,20 +276,38 @@ bool names_sandboxed_place(const std::string& message, const GateInput& input) {
     return (fresh("HOME") && names_home(message, input)) || (fresh("TMPDIR") && names_tmpdir(message, input));
 }
 
-// A skipped test whose every local attempt was skipped, one of them for a reason that points at
-// the sandbox: "<test> ('<reason>')", else "".
-std::string skipped_in_sandbox(const LedgerRow& row, const GateInput& input) {
-    bool everywhere = true, pointed = false;
+// A test every run of this machine skipped (every seed, rerun and the perturbed run; runners
+// are other machines' homes): the first skip reason, and whether one of them points at the sandbox.
+struct SkippedEverywhere {
     std::string reason;
+    bool points_at_sandbox = false;
+};
+
+std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const GateInput& input) {
+    // Only a row with a skip among its outcomes can be one: the attempts of the rest are not looked up.
+    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return o.second == "skipped"; }))
+        return std::nullopt;
+    SkippedEverywhere skipped;
+    bool any = false;
     for (const auto& a : input.runs.attempts(row.test)) {
-        if (a.column == Column::runner) continue;  // another machine's home: not our sandbox
-        everywhere = everywhere && outcome_class(a.outcome) == "skip";
-        if (!pointed && names_sandboxed_place(a.message, input)) {
-            pointed = true;
-            reason = a.message;
+        if (a.column == Column::runner) continue;
+        if (outcome_class(a.outcome) != "skip") return std::nullopt;
+        if (!any) skipped.reason = a.message;
+        any = true;
+        if (!skipped.points_at_sandbox && names_sandboxed_place(a.message, input)) {
+            skipped.points_at_sandbox = true;
+            skipped.reason = a.message;
         }
     }
-    return everywhere && pointed ? row.test + " ('" + reason + "')" : "";
+    if (!any) return std::nullopt;
+    return skipped;
+}
+
+// What every run's sandbox holds, as the receipt says: "HOME, TMPDIR, XDG_CONFIG_HOME, ...".
+std::string sandboxed_names(const Receipt& receipt) {
+    if (receipt.sandbox_dir.empty() && receipt.sandboxed.empty()) return "HOME and TMPDIR";  // a receipt that does not say
+    if (receipt.sandboxed.empty()) return "";
+    return list_some(receipt.sandboxed, receipt.sandboxed.size());
 }
 
 }  // namespace
@@ -371,19 +389,47 @@ std::vector<LedgerRow> runner_rows(const GateInput& input) {
     return rows;
 }
 
+std::vector<LedgerRow> env_sensitive_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    const Date horizon{input.today.year + 1, input.today.month, input.today.day};
+    for (const auto& test : input.receipt.tests) {
+        if (!test.env_sensitive) continue;
+        const auto until = parse_date(test.env_sensitive->until);
+        if (!until || !(*until > horizon)) continue;  // a malformed marker: its test row says so
+        rows.push_back(warning_row("env_sensitive:" + test.id,
+                                   "the env_sensitive marker of '" + test.id + "' (until " + to_string(*until) + ", owner " +
+                                       test.env_sensitive->owner + ") is dated more than a year after today (" +
+                                       to_string(input.today) + "): a deferral is a dated promise, not a standing exception"));
+    }
+    return rows;
+}
+
 std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first) {
-    std::vector<std::string> tests;
-    for (auto i = first; i < rows.size(); ++i)
-        if (rows[i].verdict == Verdict::skipped)
-            if (auto test = skipped_in_sandbox(rows[i], input); !test.empty()) tests.push_back(std::move(test));
+    std::vector<std::string> tests, described, pointed;
+    for (auto i = first; i < rows.size(); ++i) {
+        const auto skipped = skipped_everywhere(rows[i], input);
+        if (!skipped) continue;
+        tests.push_back(rows[i].test);
+        described.push_back(rows[i].test + (skipped->reason.empty() ? "" : " ('" + skipped->reason + "')"));
+        if (skipped->points_at_sandbox) pointed.push_back(rows[i].test);
+    }
     if (tests.empty()) return std::nullopt;
     const auto dir = input.receipt.sandbox_dir.empty() ? std::string("the evidence directory") : "'" + input.receipt.sandbox_dir + "'";
-    return warning_row("sandbox", std::to_string(tests.size()) + " test(s) skipped in every run for a reason that points at "
-                                  "the home or temp dir, which every run gets fresh and empty (below " + dir + "): " +
-                                  list_some(tests) + "; plain pytest runs them with your own HOME" +
-                                  (input.home.empty() ? "" : " ('" + input.home + "')") +
-                                  " and TMPDIR, where they may run, and pass or fail: give the test what it needs "
-                                  "(a fixture that writes it), or pin HOME with ENVIRONMENT");
+    const auto names = sandboxed_names(input.receipt);
+    std::string reason = std::to_string(tests.size()) + " test(s) skipped in every run on this machine: " +
+                         list_some(described, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") + "; ";
+    reason += names.empty() ? "the suite pins what the sandbox would replace (ENVIRONMENT)"
+                            : "every run has its own empty " + names + " (below " + dir + ")";
+    if (!pointed.empty())
+        reason += "; " + std::to_string(pointed.size()) + " of them for a reason that points at the home or temp dir (" +
+                  list_some(pointed) + ")";
+    if (!names.empty())
+        reason += "; plain pytest runs them with your own HOME" + (input.home.empty() ? "" : " ('" + input.home + "')") +
+                  ", TMPDIR and XDG directories, where they may run, and pass or fail: give a test what it needs (a "
+                  "fixture that writes it), or pin the variable with ENVIRONMENT";
+    auto row = warning_row("sandbox", std::move(reason));
+    row.tests = std::move(tests);
+    return row;
 }
 
 }  // namespace evgate

@@ -76,7 +76,10 @@ int cmd_receipt(Invocation& in) {
     // what its imports changed is put back and blocks (never taken for pristine).
     Receipt receipt;
     FixtureStore store(suite);
-    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite); });
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
+        const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
+        receipt = take_receipt(suite, &pristine);
+    });
     if (changed.changed())
         std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
