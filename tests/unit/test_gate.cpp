@@ -297,7 +297,7 @@ TEST_CASE("tests hooks took out of the receipt's collection warn, naming who, an
     CHECK(row.reason ==
           "warning: 4 test(s) deselected in the receipt's collection: t::a, t::e by conftest.py:4 "
           "(pytest_collection_modifyitems); t::c by thinplug (pytest_collection_modifyitems), a plugin PYTEST_PLUGINS "
-          "loads; t::d by a hook that removed them from the items without pytest_deselected; PYTEST_PLUGINS in the "
+          "loads; t::d by a hook that took it out of the items without pytest_deselected; PYTEST_PLUGINS in the "
           "environment loads thinplug (a baseline catches what they drop)");
 }
 

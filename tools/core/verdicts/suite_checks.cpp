@@ -52,7 +52,7 @@ LedgerRow receipt_row(const GateInput& input) {
 
 // Who took a test out of the receipt's collection, in words.
 std::string lost_by(const LostTest& lost, const Receipt& receipt) {
-    if (lost.by.empty()) return "a hook that removed them from the items without pytest_deselected";
+    if (lost.by.empty()) return "a hook that took it out of the items without pytest_deselected";
     for (const auto& plugin : receipt.pytest_plugins)
         if (lost.by.rfind(plugin + " (", 0) == 0) return lost.by + ", a plugin PYTEST_PLUGINS loads";
     return lost.by;
