@@ -156,7 +156,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/EvidenceGateHelpers.cmake")
 function(evidence_gate_add_suite name)
   set(options "")
   set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT)
-  set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
+  set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS PYTHON_PATH_PREPEND LIBRARY_PATH_PREPEND DEPENDS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
   # What is not understood is rejected, never ignored: a typo must not pass for a default.
@@ -239,9 +239,35 @@ function(evidence_gate_add_suite name)
       message(FATAL_ERROR "evidence_gate_add_suite(): ENVIRONMENT entries are VAR=value, not \"${entry}\"")
     endif()
   endforeach()
-  _evidence_gate_find_python(python "${arg_PYTHON}")
+  foreach(keyword PYTHON_PATH_PREPEND LIBRARY_PATH_PREPEND)
+    set(${keyword} "")
+    foreach(path IN LISTS arg_${keyword})
+      _evidence_gate_search_path(path ${keyword} "${path}" "${root}")
+      list(APPEND ${keyword} "${path}")
+    endforeach()
+  endforeach()
+  foreach(target IN LISTS arg_DEPENDS)
+    if(NOT target MATCHES "^[A-Za-z0-9_.+:-]+$")
+      message(FATAL_ERROR "evidence_gate_add_suite(): DEPENDS names targets, not \"${target}\"")
+    endif()
+  endforeach()
 
-  # suite.json: everything the tool needs, written only when it changes.
+  # An interpreter named by a generator expression is known only per configuration: the
+  # manifest step finds out whether it imports pytest. Without one, the rest of the project
+  # still configures and runs its tests; the suite is one failing test that says why.
+  if(arg_PYTHON MATCHES "\\$<")
+    set(python "${arg_PYTHON}")
+  else()
+    _evidence_gate_search_python(python problem "${arg_PYTHON}")
+    if(NOT python)
+      _evidence_gate_without_python(${name} "${problem}" "${arg_LABELS}")
+      return()
+    endif()
+  endif()
+
+  # suite.json: everything the tool needs. Generator expressions (in PYTHON, PYTEST_ARGS,
+  # ENVIRONMENT, the search paths and DEPENDS) are evaluated per configuration when the build
+  # system is generated; file(GENERATE) writes the file only when it changes.
   set(evidence_dir "${CMAKE_CURRENT_BINARY_DIR}/evidence/${name}")
   cmake_path(SET plugin_dir NORMALIZE "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../templates/pytest")
   if(arg_PERTURB)
@@ -256,7 +282,15 @@ function(evidence_gate_add_suite name)
   _evidence_gate_json_list(json_pytest_args ${arg_PYTEST_ARGS})
   _evidence_gate_json_list(json_environment ${arg_ENVIRONMENT})
   _evidence_gate_json_list(json_bundles ${bundles})
-  set(suite_file "${evidence_dir}/suite.json")
+  _evidence_gate_json_list(json_python_path ${PYTHON_PATH_PREPEND})
+  _evidence_gate_json_list(json_library_path ${LIBRARY_PATH_PREPEND})
+  set(depends "")
+  foreach(target IN LISTS arg_DEPENDS)
+    _evidence_gate_json_string(json_target "${target}")
+    list(APPEND depends "{\"target\": ${json_target}, \"file\": \"$<TARGET_FILE:${target}>\"}")
+  endforeach()
+  list(JOIN depends ", " json_depends)
+  _evidence_gate_suite_file(suite_file "${evidence_dir}")
   set(draft "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/evidence_gate_${name}.json")
   file(WRITE "${draft}" "{\n"
     "  \"schema\": 1,\n"
@@ -276,17 +310,20 @@ function(evidence_gate_add_suite name)
     "  \"perturb\": ${perturb},\n"
     "  \"pytest_args\": ${json_pytest_args},\n"
     "  \"environment\": ${json_environment},\n"
+    "  \"python_path_prepend\": ${json_python_path},\n"
+    "  \"library_path_prepend\": ${json_library_path},\n"
+    "  \"depends\": [${json_depends}],\n"
     "  \"baseline_tolerance\": ${arg_BASELINE_TOLERANCE},\n"
     "  \"timeout\": ${arg_TIMEOUT}\n"
     "}\n")
-  configure_file("${draft}" "${suite_file}" COPYONLY)
+  file(GENERATE OUTPUT "${suite_file}" INPUT "${draft}")
   foreach(input IN ITEMS "${fixtures}" "${quarantine}")
     if(input)
       _evidence_gate_list_item(input "${input}")
       set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${input}")
     endif()
   endforeach()
-  _evidence_gate_check_inputs("${suite_file}")
+  _evidence_gate_check_inputs("${draft}")  # the input files it names need no generator expression
 
   # The CTest steps, tied by fixtures: manifest and receipt (and the fixture snapshot)
   # set up the seed runs, the runs set up the reruns, and the gate needs them all.
@@ -305,7 +342,7 @@ function(evidence_gate_add_suite name)
   set(lock "evidence-gate-fixtures-${root_hash}")
   set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
-  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.baseline-update)
+  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate)
   if(fixtures)
     add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures "${suite_arg}")
     set_tests_properties(${name}.fixtures PROPERTIES FIXTURES_SETUP ${name}.fixtures RESOURCE_LOCK ${lock})
@@ -359,17 +396,15 @@ function(evidence_gate_add_suite name)
   set_tests_properties(${name}.gate PROPERTIES FIXTURES_REQUIRED ${name}.ledger
     ATTACHED_FILES "${attached_dir}/ledger.jsonl;${attached_dir}/report.html")
   list(APPEND steps ${name}.rerun ${name}.localise ${name}.ledger ${name}.gate)
-  if(arg_PER_TEST)
-    _evidence_gate_discover_tests(${name} "${suite_file}" "${evidence_dir}")
-  endif()
   if(fixtures)
     list(APPEND steps ${name}.fixtures ${name}.restore)
   endif()
   set_tests_properties(${steps} PROPERTIES LABELS "${labels}")
-
-  # Writes into the source tree, so it runs only when asked: never part of `ctest -L evidence`.
-  add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline "${suite_arg}" --when-requested)
-  set_tests_properties(${name}.baseline-update PROPERTIES
-    LABELS "baseline-update" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
   set_tests_properties(${one_process_steps} PROPERTIES TIMEOUT ${one_process_timeout})
+  # What ctest itself decides when it starts (a file it includes): whether evgate and the
+  # DEPENDS targets are built (if not, one failing <name>_NOT_BUILT entry, which every step
+  # needs), the baseline-update step when asked for, and the per-test entries.
+  set_property(TEST ${steps} APPEND PROPERTY FIXTURES_REQUIRED ${name}.built)
+  _evidence_gate_ctest_time(${name} "${suite_file}" "${evidence_dir}" "${labels}" "${run_fixtures}"
+                            ${one_process_timeout} ${arg_PER_TEST} "${arg_DEPENDS}")
 endfunction()

@@ -204,6 +204,8 @@ std::vector<std::string> collected_ids(const SuiteConfig& suite) {
     return ids;
 }
 
+Receipt collection_now(const SuiteConfig& suite) { return parse_receipt(collect(suite, "discover"), suite.name); }
+
 Receipt load_receipt(const fs::path& file) {
     const auto doc = read_json_file(file);
     return parse_receipt(doc, file.string());
