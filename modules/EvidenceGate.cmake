@@ -24,6 +24,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [PYTHON exe]
                             [PYTEST_ARGS arg...]
                             [ENVIRONMENT VAR=value...]
+                            [PYTHON_PATH_PREPEND path...]
+                            [LIBRARY_PATH_PREPEND path...]
+                            [DEPENDS target...]
                             [TIMEOUT seconds]
                             [LABELS label...])
 
@@ -55,6 +58,23 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Paths (ROOT, the build directory) may hold ``;``: the module escapes it wherever a CMake
   list would split it.
+
+  Generator expressions (``$<TARGET_FILE_DIR:mymodule>``, ``$<CONFIG>``) work in ``PYTHON``,
+  ``PYTEST_ARGS``, ``ENVIRONMENT``, ``PYTHON_PATH_PREPEND``, ``LIBRARY_PATH_PREPEND``: they
+  are evaluated per configuration when the build system is generated (``file(GENERATE)``
+  writes ``suite.json``; with a multi-config generator one ``suite-<config>.json`` each, the
+  one of ``ctest -C`` used). A value they produce is written as it is: it must not hold
+  ``"``, ``\`` or a line break.
+
+  Every step also needs ``<name>_NOT_BUILT``, an entry ``ctest`` registers only when evgate or
+  a ``DEPENDS`` target is not built yet: it fails naming each with its file, and the steps do
+  not run (``Failed test dependencies: <name>_NOT_BUILT``), so nothing passes with zero results.
+
+  Labels: every step and entry carries ``evidence`` and ``<name>``, so ``ctest -LE evidence``
+  is the C++ loop: it runs none of them, and the per-test discovery ``ctest`` runs when it
+  starts collects nothing either (it reads ctest's ``-L``/``-LE`` options), so no Python runs
+  at all. A plain ``ctest`` runs the suite, as CI does: a gate one has to remember to ask for
+  is no gate.
 
   ``ROOT dir``
     The pytest project root: pytest always runs with ``--rootdir`` = ROOT and cwd = ROOT.
@@ -89,7 +109,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     How many tests the collection may drop below the baseline before it blocks. Default: 0.
     ``EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '<name>\.baseline-update'`` writes or
     refreshes the baseline from the current collection (the test is not in the ``evidence``
-    label, and without the variable it only says how to use it).
+    label, and ``ctest`` registers it only when the variable is set: a plain ``ctest`` does
+    not list a step it would skip).
 
   ``QUARANTINE file``
     Dated exceptions, one JSON object a line, relative to ROOT. Default: none.
@@ -108,21 +129,46 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     One CTest entry per pytest test, named ``<name>/<node id>`` (control characters
     written as ``\xHH``), whose result mirrors its ledger row: ``block`` fails, ``pass``
     and ``defer`` pass (the output says why and until when), ``skipped`` is skipped, and a
-    test the ledger does not know fails. The entries are discovered by ``ctest`` itself each
+    test the ledger does not know fails. The first line of its output is the ledger's reason
+    (``order-dependent: fails after ...``), and so is its CTest completion status (what CDash
+    and ``ctest -T Test`` show). The entries are discovered by ``ctest`` itself each
     time it starts (collection with the suite's interpreter, arguments and environment), so
     new tests appear without re-running CMake; the collection runs again only when what it
     depends on changed (see the README). Default: ``ON``.
 
   ``PYTHON exe``
-    The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
-    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3``
-    that can ``import pytest``.
+    The interpreter that runs pytest; a generator expression (``$<TARGET_FILE:...>``) is
+    checked when the manifest step runs. When none can ``import pytest``, configuration warns
+    naming every one it tried and the suite is one failing test ``<name>_NO_PYTEST`` saying
+    the same (the rest of the project configures, and its tests run);
+    ``EVIDENCE_GATE_REQUIRE_PYTEST=ON`` makes it a configure error. Default:
+    ``Python3_EXECUTABLE`` if set (the interpreter an extension module is built for), else the
+    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3`` that
+    can ``import pytest``.
 
   ``PYTEST_ARGS arg...``
     Extra pytest arguments for every run. Default: none.
 
   ``ENVIRONMENT VAR=value...``
     Extra environment for every run. Default: none.
+
+  ``PYTHON_PATH_PREPEND path...``
+    Directories put first on ``PYTHONPATH`` of every pytest process (collections, runs,
+    probes, replays), after the plugin's own directory, which nothing displaces: where the
+    build puts an extension module (``$<TARGET_FILE_DIR:mymodule>``). Relative to ROOT; no
+    ``:``. The per-test discovery collects again when a module appears in one or is rebuilt.
+    Default: none.
+
+  ``LIBRARY_PATH_PREPEND path...``
+    Directories put first on ``LD_LIBRARY_PATH`` of every pytest process: where the build puts
+    a shared library the tests load (``ctypes``, or an extension's dependency). Relative to
+    ROOT; no ``:``. Default: none.
+
+  ``DEPENDS target...``
+    Targets whose files the suite needs built (an extension module, a library). While one's
+    file does not exist, ``ctest`` registers the failing entry ``<name>_NOT_BUILT`` naming it,
+    and no step runs. The per-test discovery collects again when one is rebuilt, so the first
+    ``ctest`` after the build has every per-test entry. Default: none.
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
