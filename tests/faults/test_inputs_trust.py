@@ -335,7 +335,8 @@ def test_every_step_has_a_ctest_timeout_derived_from_timeout(project):
     project.suite("TIMEOUT 7 SEEDS 2 RERUNS 1 LOCALISE 3 TESTS tests")
     with project.checked():
         project.configured()
-        listing = ctest_with(project, "--show-only=json-v1")
+        # baseline-update is registered only when asked for (tests/e2e/test_cpp_projects.py)
+        listing = ctest_with(project, "--show-only=json-v1", env={"EVIDENCE_GATE_UPDATE_BASELINE": "0"})
     tests = json.loads(listing.stdout)["tests"]
     timeouts = {t["name"]: next((p["value"] for p in t.get("properties", []) if p["name"] == "TIMEOUT"), None)
                 for t in tests}

@@ -120,7 +120,8 @@ Role parse_role(const std::string& text) {
 
 }  // namespace
 
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test) {
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
+                                    const LocaliseProgress& progress) {
     const int max_runs = 10 * per_test;  // the whole step stays bounded however many tests depend on order
     const auto runs = load_runs(suite, receipt.id);
     RunMatrix matrix;
@@ -130,6 +131,7 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
     for (const auto& test : receipt.tests) {  // collection order: a stable result
         const auto attempts = matrix.attempts(test.id);
         if (attempts.empty() || classify(attempts).verdict != Verdict::order_dependent) continue;
+        if (progress.starting) progress.starting(test.id);
         const auto prefixes = prefixes_of(test.id, runs);
         Culprit culprit;
         if (left <= 0) {
@@ -145,6 +147,7 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
         }
         culprit.seed = prefixes.seed;
         culprit.dirtied = dirtied_by(culprit.found.partners, runs);
+        if (progress.done) progress.done(culprit);
         culprits.push_back(std::move(culprit));
     }
     write_file_atomic(culprits_file(suite), culprits_json(culprits, receipt.id));

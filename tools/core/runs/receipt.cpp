@@ -242,6 +242,8 @@ std::vector<std::string> collected_ids(const SuiteConfig& suite) {
     return ids;
 }
 
+Receipt collection_now(const SuiteConfig& suite) { return parse_receipt(collect(suite, "discover"), suite.name); }
+
 Receipt load_receipt(const fs::path& file) {
     const auto doc = read_json_file(file);
     return parse_receipt(doc, file.string());
@@ -281,7 +283,7 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     if (!same_config(receipt.configfile, receipt.expected_configfile))
         problems.push_back("pytest read its configuration from " + quote(receipt.configfile.value_or("(none)")) +
                            ", but the project's is " + quote(receipt.expected_configfile.value_or("(none)")));
-    // 0: collected; 2: collection errors (ledger rows name them); 5: nothing collected (below).
+    // 0: collected; 2: collection errors and 5: nothing collected (both below).
     if (receipt.exitstatus != 0 && receipt.exitstatus != 2 && receipt.exitstatus != 5)
         problems.push_back("pytest's collection ended with exit status " + std::to_string(receipt.exitstatus) +
                            (receipt.exitstatus == 3 ? " (an internal error: INTERNALERROR in " : " (see ") +
@@ -290,7 +292,12 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
         problems.push_back("pytest collected " + std::to_string(duplicates.size()) +
                            " node id(s) more than once (a custom collector that names two items alike?), so no run "
                            "could tell their results apart: " + describe_duplicates(duplicates));
-    if (receipt.tests.empty() && receipt.errors.empty())
+    // Runs of what did collect would be a smaller suite passing for the whole (a module not
+    // built yet fails to import): no run starts, and the ledger's collection row names them.
+    if (!receipt.errors.empty())
+        problems.push_back("pytest's collection ended in " + std::to_string(receipt.errors.size()) +
+                           " collection error(s), first " + quote(receipt.errors.front()));
+    if (receipt.tests.empty())
         problems.push_back("pytest collected no tests from " + quote(suite.root.string()) + " (configfile " +
                            quote(receipt.configfile.value_or("(none)")) + ")");
     return problems;

@@ -69,6 +69,9 @@ Receipt load_receipt(const std::filesystem::path& file);
 
 // The node ids pytest collects now, with the suite's command line and environment.
 std::vector<std::string> collected_ids(const SuiteConfig& suite);
+// The same collection whole: the ids and the collection errors (discovery keeps no collection
+// that had errors: the next ctest collects again, once the project is built, say).
+Receipt collection_now(const SuiteConfig& suite);
 
 // Two config paths name the same file (or are both absent).
 bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b);

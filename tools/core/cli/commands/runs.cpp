@@ -120,7 +120,7 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
     std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << summary.results << " of "
               << plan.tests.size() << " tests ran, " << summary.failed << " failed, " << summary.interrupted.size()
               << " interrupted, " << summary.processes << " pytest process(es)"
-              << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
+              << (summary.note.empty() ? "" : "; " + summary.note) << std::endl;  // as it happens, under ctest -V
 }
 
 // Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
@@ -170,15 +170,20 @@ int cmd_perturbed(Invocation& in) {
 
 int cmd_localise(Invocation& in) {
     const auto& suite = in.suite();
-    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs);
     int runs = 0;
-    for (const auto& c : culprits) {
+    LocaliseProgress progress;  // a line as each search starts and ends, flushed: ctest -V shows them as they come
+    progress.starting = [&](const std::string& test) {
+        std::cout << "evgate: " << suite.name << ": localising " << test << " (at most " << suite.localise_runs
+                  << " pytest runs)" << std::endl;
+    };
+    progress.done = [&](const Culprit& c) {
         const auto& f = c.found;
         runs += f.runs_used;
         std::cout << "evgate: " << suite.name << ": " << f.test << ": " << to_string(f.role);
         if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
-        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << '\n';
-    }
+        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << std::endl;
+    };
+    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
 }
@@ -284,9 +289,15 @@ int cmd_rerun(Invocation& in) {
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
+    // What this step will do before it does it (a line per run follows as each ends).
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) to run";
+    constexpr std::size_t named = 8;
+    for (std::size_t i = 0; i < std::min(plans.size(), named); ++i) std::cout << (i == 0 ? ": " : ", ") << plans[i].id;
+    if (plans.size() > named) std::cout << " and " << plans.size() - named << " more";
+    std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
     status |= confirm_alone(suite, receipt, store, true);
-    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
     return status;
 }
 
