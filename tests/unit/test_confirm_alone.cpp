@@ -99,3 +99,25 @@ TEST_CASE("a run overlapped another when their spans cross, whatever either did"
     CHECK_FALSE(evgate::overlapped_another(spans, ""));
     CHECK_FALSE(evgate::overlapped_another(spans, "unknown"));
 }
+
+TEST_CASE("a redo alone is a run of its own beside the first, and a run done again is never chosen again", "[confirm]") {
+    LoadedRun seed2 = run("seed.2", "seed.2", {{"a", "failed"}, {"b", "passed"}});
+    const auto apart = evgate::apart_plan(seed2.plan);
+    CHECK(apart.id == "seed.2.apart");
+    CHECK(apart.order == "seed.2");  // the same order: what it shows is weighed against seed.2's outcomes
+    CHECK(apart.confirms == "seed.2");
+    CHECK(apart.tests == seed2.plan.tests);
+    CHECK(apart.lease.empty());
+    CHECK(apart.access == evgate::TreeAccess::exclusive);
+    // The redo passed where seed.2 failed: the failure is still seen only beside others, and
+    // nothing is left to do again (seed.2 was redone): the loop over redos ends, with both runs kept.
+    LoadedRun redo = run("seed.2.apart", "seed.2", {{"a", "passed"}, {"b", "passed"}});
+    redo.plan.confirms = "seed.2";
+    const std::vector<LoadedRun> runs = {run("seed.0", "seed.0", {{"a", "passed"}, {"b", "passed"}}), seed2, redo};
+    CHECK(runs_to_confirm(runs, side_by_side({"seed.0", "seed.2"}), false).empty());  // the pass was seen alone, in the redo
+    CHECK(runs_to_confirm(runs, side_by_side({"seed.2"}), true).empty());
+    // Without the redo's word that it confirms seed.2, seed.2 would be chosen again (and again).
+    auto unnamed = runs;
+    unnamed[2].plan.confirms.clear();
+    CHECK(runs_to_confirm(unnamed, side_by_side({"seed.0", "seed.2"}), false) == std::vector<std::string>{"seed.2"});
+}

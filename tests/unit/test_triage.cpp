@@ -105,3 +105,23 @@ TEST_CASE("passing in some orders and skipped in others never failed: stable, no
     CHECK_THAT(c.reason, Catch::Contains("skipped in seed.1"));
     CHECK(classify({seed(0, "failed"), seed(1, "skipped")}).verdict == Verdict::order_dependent);
 }
+
+TEST_CASE("a failure seen only beside other runs, gone when they were done again alone, is flaky and says so", "[triage]") {
+    auto beside = seed(2, "failed");
+    beside.beside = true;
+    const auto apart = attempt("seed.2.apart", "seed.2", "passed");
+    const auto c = classify({seed(0, "passed"), seed(1, "passed"), beside, apart});
+    CHECK(c.verdict == Verdict::flaky);  // never stable: the redo adds evidence, it does not take any back
+    CHECK_THAT(c.reason, Catch::Contains("failed only in runs that went beside other runs (seed.2)") &&
+                             Catch::Contains("collide with another copy of itself"));
+    // The failure seen again alone: a plain order dependence, no word about runs side by side.
+    const auto again = classify({seed(0, "passed"), seed(1, "passed"), beside, attempt("seed.2.apart", "seed.2", "failed")});
+    CHECK(again.verdict == Verdict::order_dependent);
+    CHECK_THAT(again.reason, !Catch::Contains("beside"));
+    // A perturbed failure beside others, passing alone: still a gap, with the same word.
+    auto perturbed = remote("perturbed", "failed", Column::perturbed);
+    perturbed.beside = true;
+    const auto gap = classify({seed(0, "passed"), perturbed, remote("perturbed.apart", "passed", Column::perturbed)});
+    CHECK(gap.verdict == Verdict::portability_gap);
+    CHECK_THAT(gap.reason, Catch::Contains("went beside other runs (perturbed)"));
+}

@@ -11,6 +11,7 @@ struct Seen {
     const LoadedRun* run;
     std::string cls;  // pass / fail / skip
     bool alone;       // the run overlapped no other run
+    bool redone;      // it was done again alone already: never chosen again
 };
 
 using Sightings = std::vector<Seen>;
@@ -23,7 +24,8 @@ std::set<std::string> classes_of(const Sightings& seen) {
     return classes;
 }
 
-// Every outcome in `seen` witnessed alone, or the cheapest run that would witness it added to `redo`.
+// Every outcome in `seen` witnessed alone, or the cheapest run that would witness it and was not
+// done again alone yet added to `redo`.
 void witness_each(const Sightings& seen, std::set<const LoadedRun*>& redo) {
     for (const auto& cls : classes_of(seen)) {
         const LoadedRun* cheapest = nullptr;
@@ -31,7 +33,7 @@ void witness_each(const Sightings& seen, std::set<const LoadedRun*>& redo) {
         for (const auto& s : seen) {
             if (s.cls != cls) continue;
             witnessed = witnessed || s.alone;
-            if (!s.alone && (cheapest == nullptr || s.run->plan.tests.size() < cheapest->plan.tests.size())) cheapest = s.run;
+            if (!s.alone && !s.redone && (cheapest == nullptr || s.run->plan.tests.size() < cheapest->plan.tests.size())) cheapest = s.run;
         }
         if (!witnessed && cheapest != nullptr) redo.insert(cheapest);
     }
@@ -43,14 +45,18 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
     // test -> its local outcomes by order, and its perturbed ones.
     std::map<std::string, std::map<std::string, Sightings>> local;
     std::map<std::string, Sightings> perturbed;
+    std::set<std::string> confirmed;  // runs already done again alone
+    for (const auto& run : runs)
+        if (!run.plan.confirms.empty()) confirmed.insert(run.plan.confirms);
     for (const auto& run : runs) {
         if (!run.problem.empty() || run.plan.column == Column::runner) continue;
         const bool alone = !overlapped(run.plan.lease);
+        const bool redone = confirmed.count(run.plan.id) != 0;
         for (const auto& [test, result] : run.records.results) {
             const auto cls = std::string(outcome_class(result.outcome));
             if (cls.empty()) continue;
-            if (run.plan.column == Column::perturbed) perturbed[test].push_back({&run, cls, alone});
-            else local[test][run.plan.order].push_back({&run, cls, alone});
+            if (run.plan.column == Column::perturbed) perturbed[test].push_back({&run, cls, alone, redone});
+            else local[test][run.plan.order].push_back({&run, cls, alone, redone});
         }
     }
     std::set<const LoadedRun*> redo;
@@ -74,6 +80,15 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
     for (const auto& run : runs)
         if (redo.count(&run)) ids.push_back(run.plan.id);
     return ids;
+}
+
+RunPlan apart_plan(const RunPlan& plan) {
+    RunPlan apart = plan;
+    apart.id = plan.id + ".apart";
+    apart.confirms = plan.id;
+    apart.lease.clear();
+    apart.access = TreeAccess::exclusive;
+    return apart;
 }
 
 }  // namespace evgate

@@ -140,6 +140,7 @@ void RunMatrix::push(LoadedRun run, RunCells cells) {
     run.records.interrupted = {};
     if (!run.problem.empty()) cells = RunCells{};  // a run that cannot be read has no attempts
     for (const auto& cell : cells.cells) cells.results += cell.outcome != 0;
+    if (!run.plan.confirms.empty()) redone_.insert(run.plan.confirms);
     runs_.push_back(std::move(run));
     cells_.push_back(std::move(cells));
 }
@@ -326,6 +327,7 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
         a.order = plan.order;
         a.column = plan.column;
         a.outcome = outcome;
+        a.beside = redone_.count(plan.id) != 0;
         if (c.extra) {
             const auto& extra = cells_[r].extras.at(*test);
             a.dirty = extra.dirty;

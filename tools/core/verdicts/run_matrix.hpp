@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -124,6 +125,7 @@ private:
     std::pair<std::string_view, std::uint32_t> last_outcome_{{}, 0};  // the outcome last seen and its cell value (0: none yet)
     std::vector<LoadedRun> runs_;
     std::vector<RunCells> cells_;
+    std::set<std::string> redone_;  // runs another run did again alone (they went beside others)
 };
 
 }  // namespace evgate

@@ -25,6 +25,7 @@ struct Attempt {
     std::vector<std::string> dirty;
     std::string message;
     Column column = Column::local;
+    bool beside = false;  // the run went beside other runs and was done again alone
 };
 
 struct Classification {
@@ -60,6 +61,8 @@ struct Observations {
     std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
     Runs dirtied_in;
     bool alone_tried = false;
+    std::map<std::string, Runs> beside_by_class;  // runs that went beside others and were done again alone
+    std::set<std::string> seen_not_beside;        // classes seen in a run that was not
     std::string fail_message, skip_message, uncalled_message;  // ": <message>" of the first such attempt with one, else ""
 
     std::size_t count(const std::string& cls) const;  // local runs with a result of this class
@@ -70,6 +73,9 @@ struct Observations {
     bool outcomes_differ() const;
     bool passes_locally() const;  // passes, never fails (skips in some orders do not count against it)
     bool fails_locally() const;   // fails in every local run that has a result
+    // "; it failed only in runs that went beside others ..." when every failure was seen only in
+    // runs done again alone since (which did not fail again), else "".
+    std::string failed_only_beside() const;
 };
 
 // "a, b, c" and "seed.1, seed.4, seed.5 and 3 more" (short enough for one line of a reason).

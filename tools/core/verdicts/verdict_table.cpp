@@ -32,7 +32,7 @@ Reason flaky(const Observations& o) {
     if (order == nullptr) return std::nullopt;
     return "outcome differs between runs of the same order (" + *order + "): passes in " +
            (o.count("pass") ? o.runs("pass") : "none") + ", fails in " + (o.count("fail") ? o.runs("fail") : "none") +
-           o.fail_message;
+           o.failed_only_beside() + o.fail_message;
 }
 
 Reason order_dependent(const Observations& o) {
@@ -68,7 +68,7 @@ Reason failing(const Observations& o) {
 Reason portability_gap(const Observations& o) {
     const auto failed = o.remote_runs_by_class.find("fail");
     if (!o.passes_locally() || failed == o.remote_runs_by_class.end()) return std::nullopt;
-    return "passes in every local run but fails in " + some_of(failed->second) + o.fail_message;
+    return "passes in every local run but fails in " + some_of(failed->second) + o.failed_only_beside() + o.fail_message;
 }
 
 Reason runner_only_pass(const Observations& o) {

@@ -248,19 +248,20 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
 
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
-// run (runs_to_confirm): the runs it does not are done again, alone, until it does.
+// run (runs_to_confirm): the runs it does not are done again, alone, each as a run of its own
+// beside the first (whose records stay evidence), until it does or every such run was redone.
 int confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, bool failures) {
     int status = 0;
-    for (;;) {  // each redo overlaps nothing: each run is done again at most once
+    for (;;) {  // each run is done again alone at most once
         const auto spans = read_spans(suite.root);
         const auto redo = runs_to_confirm(load_runs(suite, receipt.id),
                                           [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
         if (redo.empty()) return status;
         for (const auto& id : redo) {
-            auto plan = read_plan(plan_file(suite, id));
+            const auto plan = apart_plan(read_plan(plan_file(suite, id)));
             std::cout << "evgate: " << suite.name << ": " << id
-                      << " ran beside other runs and holds an outcome no run alone confirms; running it again, alone\n";
-            plan.access = TreeAccess::exclusive;
+                      << " ran beside other runs and holds an outcome no run alone confirms; running it again, alone, as "
+                      << plan.id << "\n";
             status |= run_and_report(suite, receipt, store, plan);
         }
     }
@@ -275,9 +276,10 @@ int cmd_rerun(Invocation& in) {
     int status = 0;
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_runs(suite, receipt.id))
-        if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
+        if (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty()))
+            status |= redo_if_overlapped(suite, receipt, store, run.plan);
     for (const auto& run : load_runs(suite, receipt.id)) {
-        if (!is_seed(run.plan) && run.plan.column == Column::local) {  // a rerun of an earlier invocation
+        if ((!is_seed(run.plan) && run.plan.column == Column::local) || !run.plan.confirms.empty()) {  // of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
