@@ -410,3 +410,17 @@ TEST_CASE("env_sensitive markers dated more than a year ahead warn, as quarantin
     CHECK(print_gate(out, "s", rows, 1) == 0);
     CHECK_THAT(out.str(), Catch::Contains("WARN env_sensitive:t::far: "));
 }
+
+TEST_CASE("a config chosen by an option blocks the receipt naming the option, a stray one as a stray", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.receipt.configfile = "/src/ci.ini";
+    input.receipt.expected_configfile = "/src/pytest.ini";
+    CHECK_THAT(row_of(receipt_rows(input), "receipt").reason, Catch::Contains("a stray config file re-rooted collection"));
+    input.receipt.thinning = {"-k fast (PYTEST_ARGS)", "-c ci.ini (PYTEST_ADDOPTS)"};
+    const auto rows = receipt_rows(input);
+    CHECK(row_of(rows, "receipt").gate == Gate::block);
+    CHECK_THAT(row_of(rows, "receipt").reason, Catch::Contains("an option chose another config, and with it other tests: "
+                                                               "-c ci.ini (PYTEST_ADDOPTS)") &&
+                                                   !Catch::Contains("-k fast"));
+    CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-c ci.ini (PYTEST_ADDOPTS)"));
+}

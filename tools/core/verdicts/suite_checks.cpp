@@ -40,11 +40,18 @@ LedgerRow receipt_row(const GateInput& input) {
     std::error_code ec;
     if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec))
         return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'");
-    if (!same_config(receipt.configfile, receipt.expected_configfile))
+    if (!same_config(receipt.configfile, receipt.expected_configfile)) {
+        std::vector<std::string> chosen_by;  // an option that names another config file or rootdir
+        for (const auto& option : receipt.thinning)
+            for (const char* name : {"-c ", "--config-file", "--inifile", "--rootdir"})
+                if (option.rfind(name, 0) == 0) chosen_by.push_back(option);
         return suite_row("receipt", Verdict::missing,
                          "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
-                             "', but the project's is '" + receipt.expected_configfile.value_or("(none)") +
-                             "': a stray config file re-rooted collection");
+                             "', but the project's is '" + receipt.expected_configfile.value_or("(none)") + "': " +
+                             (chosen_by.empty() ? std::string("a stray config file re-rooted collection")
+                                                : "an option chose another config, and with it other tests: " +
+                                                      list_some(chosen_by, 4)));
+    }
     return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" +
                                                      receipt.configfile.value_or("(none)") + "', " +
                                                      std::to_string(receipt.conftests.size()) + " conftest file(s)");
