@@ -26,6 +26,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
                             [PYTHON exe]
                             [PYTEST_ARGS arg...]
                             [ENVIRONMENT VAR=value...]
+                            [PYTHON_PATH_PREPEND path...]
+                            [LIBRARY_PATH_PREPEND path...]
+                            [DEPENDS target...]
                             [TIMEOUT seconds]
                             [TEST_TIMEOUT seconds]
                             [ISOLATION fork|process]
@@ -60,6 +63,23 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   Paths (ROOT, the build directory) may hold ``;``: the module escapes it wherever a CMake
   list would split it.
+
+  Generator expressions (``$<TARGET_FILE_DIR:mymodule>``, ``$<CONFIG>``) work in ``PYTHON``,
+  ``PYTEST_ARGS``, ``ENVIRONMENT``, ``PYTHON_PATH_PREPEND``, ``LIBRARY_PATH_PREPEND``: they
+  are evaluated per configuration when the build system is generated (``file(GENERATE)``
+  writes ``suite.json``; with a multi-config generator one ``suite-<config>.json`` each, the
+  one of ``ctest -C`` used). A value they produce is written as it is: it must not hold
+  ``"``, ``\`` or a line break.
+
+  Every step also needs ``<name>_NOT_BUILT``, an entry ``ctest`` registers only when evgate or
+  a ``DEPENDS`` target is not built yet: it fails naming each with its file, and the steps do
+  not run (``Failed test dependencies: <name>_NOT_BUILT``), so nothing passes with zero results.
+
+  Labels: every step and entry carries ``evidence`` and ``<name>``, so ``ctest -LE evidence``
+  is the C++ loop: it runs none of them, and the per-test discovery ``ctest`` runs when it
+  starts collects nothing either (it reads ctest's ``-L``/``-LE`` options), so no Python runs
+  at all. A plain ``ctest`` runs the suite, as CI does: a gate one has to remember to ask for
+  is no gate.
 
   ``ROOT dir``
     The pytest project root: pytest always runs with ``--rootdir`` = ROOT and cwd = ROOT.
@@ -112,7 +132,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     How many tests the collection may drop below the baseline before it blocks. Default: 0.
     ``EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '<name>\.baseline-update'`` writes or
     refreshes the baseline from the current collection (the test is not in the ``evidence``
-    label, and without the variable it only says how to use it).
+    label, and ``ctest`` registers it only when the variable is set: a plain ``ctest`` does
+    not list a step it would skip).
 
   ``QUARANTINE file``
     Dated exceptions, one JSON object a line, relative to ROOT. Default: none.
@@ -131,21 +152,48 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     One CTest entry per pytest test, named ``<name>/<node id>`` (control characters
     written as ``\xHH``), whose result mirrors its ledger row: ``block`` fails, ``pass``
     and ``defer`` pass (the output says why and until when), ``skipped`` is skipped, and a
-    test the ledger does not know fails. The entries are discovered by ``ctest`` itself each
+    test the ledger does not know fails. The first line of its output is the ledger's reason
+    (``order-dependent: fails after ...``), and so is its CTest completion status (what CDash
+    and ``ctest -T Test`` show). The entries are discovered by ``ctest`` itself each
     time it starts (collection with the suite's interpreter, arguments and environment), so
     new tests appear without re-running CMake; the collection runs again only when what it
     depends on changed (see the README). Default: ``ON``.
 
   ``PYTHON exe``
-    The interpreter that runs pytest. Default: ``Python3_EXECUTABLE`` if set, else the
-    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3``
-    that can ``import pytest``.
+    The interpreter that runs pytest; a generator expression (``$<TARGET_FILE:...>``) is
+    checked when the manifest step runs. When none can ``import pytest``, configuration warns
+    naming every one it tried and the suite is one failing test ``<name>_NO_PYTEST`` saying
+    the same (the rest of the project configures, and its tests run);
+    ``EVIDENCE_GATE_REQUIRE_PYTEST=ON`` makes it a configure error. Default:
+    ``Python3_EXECUTABLE`` if set (the interpreter an extension module is built for), else the
+    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3`` that
+    can ``import pytest``.
 
   ``PYTEST_ARGS arg...``
     Extra pytest arguments for every run. Default: none.
 
   ``ENVIRONMENT VAR=value...``
-    Extra environment for every run. Default: none.
+    Extra environment for every run; a variable set here is pinned (``HOME``, ``TMPDIR``
+    and the XDG directories are otherwise each run's own). A ``PYTHONPATH`` given here is
+    appended after the plugin's directory, never replacing it. Default: none.
+
+  ``PYTHON_PATH_PREPEND path...``
+    Directories put first on ``PYTHONPATH`` of every pytest process (collections, runs,
+    probes, replays), after the plugin's own directory, which nothing displaces: where the
+    build puts an extension module (``$<TARGET_FILE_DIR:mymodule>``). Relative to ROOT; no
+    ``:``. The per-test discovery collects again when a module appears in one or is rebuilt.
+    Default: none.
+
+  ``LIBRARY_PATH_PREPEND path...``
+    Directories put first on ``LD_LIBRARY_PATH`` of every pytest process: where the build puts
+    a shared library the tests load (``ctypes``, or an extension's dependency). Relative to
+    ROOT; no ``:``. Default: none.
+
+  ``DEPENDS target...``
+    Targets whose files the suite needs built (an extension module, a library). While one's
+    file does not exist, ``ctest`` registers the failing entry ``<name>_NOT_BUILT`` naming it,
+    and no step runs. The per-test discovery collects again when one is rebuilt, so the first
+    ``ctest`` after the build has every per-test entry. Default: none.
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
@@ -155,8 +203,9 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     pytest process (fixtures, manifest, receipt, restore, ledger, gate, baseline-update:
     the process and a wait for another build tree's run over the same ROOT); ``3T + 30``
     for a run (``seed.<k>``, ``perturbed``: the run, the rest of its order after a hang,
-    and that wait); ``(SEEDS + 2) x (RERUNS + 1) x T + 30`` for ``rerun`` (every run redone
-    alone and every order rerun, one after another); ``(10 x LOCALISE + 2) x T + 30`` for
+    and that wait); ``(SEEDS + 2) x (2 x RERUNS + 2) x T + 30`` for ``rerun`` (every run
+    redone alone and every order rerun, one after another, and each rerun once more alone to
+    confirm a disagreement); ``(10 x LOCALISE + 2) x T + 30`` for
     ``localise`` (its whole budget of pytest runs); 60 s for the per-test entries, which
     read one record. A step ended by its timeout fails; the steps that need it do not run,
     so the gate is never PASS, and ``<name>.restore`` puts the fixture groups back.
@@ -199,7 +248,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/EvidenceGateHelpers.cmake")
 function(evidence_gate_add_suite name)
   set(options "")
   set(one_value ROOT SEEDS RERUNS LOCALISE FIXTURES BASELINE BASELINE_TOLERANCE QUARANTINE PERTURB PER_TEST PYTHON TIMEOUT TEST_TIMEOUT ISOLATION ORDERS ALONE)
-  set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS)
+  set(multi_value TESTS RUNNER_BUNDLES PYTEST_ARGS ENVIRONMENT LABELS PYTHON_PATH_PREPEND LIBRARY_PATH_PREPEND DEPENDS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
 
   # What is not understood is rejected, never ignored: a typo must not pass for a default.
@@ -241,6 +290,11 @@ function(evidence_gate_add_suite name)
   if(NOT IS_DIRECTORY "${root}")
     message(FATAL_ERROR "evidence_gate_add_suite(): ROOT is not a directory:\n  Path: '${root}'")
   endif()
+  # ROOT and the build tree by their real paths, once: pytest names tests from the real path of
+  # its working directory, and evgate compares paths below both (a link on the way, as with
+  # `cmake -S link`, would otherwise cost every node id its prefix).
+  file(REAL_PATH "${root}" root)
+  file(REAL_PATH "${CMAKE_CURRENT_BINARY_DIR}" binary_dir)
   foreach(path IN LISTS arg_TESTS)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
@@ -300,10 +354,36 @@ function(evidence_gate_add_suite name)
       message(FATAL_ERROR "evidence_gate_add_suite(): ENVIRONMENT entries are VAR=value, not \"${entry}\"")
     endif()
   endforeach()
-  _evidence_gate_find_python(python "${arg_PYTHON}")
+  foreach(keyword PYTHON_PATH_PREPEND LIBRARY_PATH_PREPEND)
+    set(${keyword} "")
+    foreach(path IN LISTS arg_${keyword})
+      _evidence_gate_search_path(path ${keyword} "${path}" "${root}")
+      list(APPEND ${keyword} "${path}")
+    endforeach()
+  endforeach()
+  foreach(target IN LISTS arg_DEPENDS)
+    if(NOT target MATCHES "^[A-Za-z0-9_.+:-]+$")
+      message(FATAL_ERROR "evidence_gate_add_suite(): DEPENDS names targets, not \"${target}\"")
+    endif()
+  endforeach()
 
-  # suite.json: everything the tool needs, written only when it changes.
-  set(evidence_dir "${CMAKE_CURRENT_BINARY_DIR}/evidence/${name}")
+  # An interpreter named by a generator expression is known only per configuration: the
+  # manifest step finds out whether it imports pytest. Without one, the rest of the project
+  # still configures and runs its tests; the suite is one failing test that says why.
+  if(arg_PYTHON MATCHES "\\$<")
+    set(python "${arg_PYTHON}")
+  else()
+    _evidence_gate_search_python(python problem "${arg_PYTHON}")
+    if(NOT python)
+      _evidence_gate_without_python(${name} "${problem}" ${arg_LABELS})
+      return()
+    endif()
+  endif()
+
+  # suite.json: everything the tool needs. Generator expressions (in PYTHON, PYTEST_ARGS,
+  # ENVIRONMENT, the search paths and DEPENDS) are evaluated per configuration when the build
+  # system is generated; file(GENERATE) writes the file only when it changes.
+  set(evidence_dir "${binary_dir}/evidence/${name}")
   cmake_path(SET plugin_dir NORMALIZE "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../templates/pytest")
   if(arg_PERTURB)
     set(perturb true)
@@ -317,7 +397,15 @@ function(evidence_gate_add_suite name)
   _evidence_gate_json_list(json_pytest_args ${arg_PYTEST_ARGS})
   _evidence_gate_json_list(json_environment ${arg_ENVIRONMENT})
   _evidence_gate_json_list(json_bundles ${bundles})
-  set(suite_file "${evidence_dir}/suite.json")
+  _evidence_gate_json_list(json_python_path ${PYTHON_PATH_PREPEND})
+  _evidence_gate_json_list(json_library_path ${LIBRARY_PATH_PREPEND})
+  set(depends "")
+  foreach(target IN LISTS arg_DEPENDS)
+    _evidence_gate_json_string(json_target "${target}")
+    list(APPEND depends "{\"target\": ${json_target}, \"file\": \"$<TARGET_FILE:${target}>\"}")
+  endforeach()
+  list(JOIN depends ", " json_depends)
+  _evidence_gate_suite_file(suite_file "${evidence_dir}")
   set(draft "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/evidence_gate_${name}.json")
   file(WRITE "${draft}" "{\n"
     "  \"schema\": 1,\n"
@@ -337,6 +425,9 @@ function(evidence_gate_add_suite name)
     "  \"perturb\": ${perturb},\n"
     "  \"pytest_args\": ${json_pytest_args},\n"
     "  \"environment\": ${json_environment},\n"
+    "  \"python_path_prepend\": ${json_python_path},\n"
+    "  \"library_path_prepend\": ${json_library_path},\n"
+    "  \"depends\": [${json_depends}],\n"
     "  \"baseline_tolerance\": ${arg_BASELINE_TOLERANCE},\n"
     "  \"timeout\": ${arg_TIMEOUT},\n"
     "  \"test_timeout\": ${arg_TEST_TIMEOUT},\n"
@@ -344,14 +435,14 @@ function(evidence_gate_add_suite name)
     "  \"orders\": \"${arg_ORDERS}\",\n"
     "  \"alone\": \"${alone}\"\n"
     "}\n")
-  configure_file("${draft}" "${suite_file}" COPYONLY)
+  file(GENERATE OUTPUT "${suite_file}" INPUT "${draft}")
   foreach(input IN ITEMS "${fixtures}" "${quarantine}")
     if(input)
       _evidence_gate_list_item(input "${input}")
       set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${input}")
     endif()
   endforeach()
-  _evidence_gate_check_inputs("${suite_file}")
+  _evidence_gate_check_inputs("${draft}")  # the input files it names need no generator expression
 
   # The CTest steps, tied by fixtures: manifest and receipt (and the fixture snapshot)
   # set up the seed runs, the runs set up the reruns, and the gate needs them all.
@@ -362,7 +453,7 @@ function(evidence_gate_add_suite name)
   # CTest timeouts, for a step that is stuck itself (see TIMEOUT in the documentation above).
   math(EXPR one_process_timeout "2 * ${arg_TIMEOUT} + 30")
   math(EXPR run_timeout "3 * ${arg_TIMEOUT} + 30")
-  math(EXPR rerun_timeout "(${arg_SEEDS} + 2) * (${arg_RERUNS} + 1) * ${arg_TIMEOUT} + 30")
+  math(EXPR rerun_timeout "(${arg_SEEDS} + 2) * (2 * ${arg_RERUNS} + 2) * ${arg_TIMEOUT} + 30")
   math(EXPR localise_timeout "(10 * ${arg_LOCALISE} + 2) * ${arg_TIMEOUT} + 30")
   # Seed runs share the fixture groups side by side (evgate locks them and runs again, alone,
   # whatever ran beside a run that changed them); the steps that mostly need them alone take
@@ -370,8 +461,7 @@ function(evidence_gate_add_suite name)
   set(lock "evidence-gate-fixtures-${root_hash}")
   set(run_fixtures ${name}.receipt ${name}.env)  # env: a merge compares the shards' manifests with it
   set(run_lock "")
-  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.baseline-update
-      ${name}.release)
+  set(one_process_steps ${name}.manifest ${name}.receipt ${name}.ledger ${name}.gate ${name}.release)
   if(fixtures)
     add_test(NAME ${name}.fixtures COMMAND ${tool} fixtures "${suite_arg}")
     set_tests_properties(${name}.fixtures PROPERTIES FIXTURES_SETUP ${name}.fixtures RESOURCE_LOCK ${lock})
@@ -434,17 +524,15 @@ function(evidence_gate_add_suite name)
   set_tests_properties(${name}.gate PROPERTIES FIXTURES_REQUIRED ${name}.ledger
     ATTACHED_FILES "${attached_dir}/ledger.jsonl;${attached_dir}/report.html")
   list(APPEND steps ${name}.rerun ${name}.localise ${name}.ledger ${name}.gate)
-  if(arg_PER_TEST)
-    _evidence_gate_discover_tests(${name} "${suite_file}" "${evidence_dir}")
-  endif()
   if(fixtures)
     list(APPEND steps ${name}.fixtures ${name}.restore)
   endif()
   set_tests_properties(${steps} PROPERTIES LABELS "${labels}")
-
-  # Writes into the source tree, so it runs only when asked: never part of `ctest -L evidence`.
-  add_test(NAME ${name}.baseline-update COMMAND ${tool} baseline "${suite_arg}" --when-requested)
-  set_tests_properties(${name}.baseline-update PROPERTIES
-    LABELS "baseline-update" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "${run_fixtures}")
   set_tests_properties(${one_process_steps} PROPERTIES TIMEOUT ${one_process_timeout})
+  # What ctest itself decides when it starts (a file it includes): whether evgate and the
+  # DEPENDS targets are built (if not, one failing <name>_NOT_BUILT entry, which every step
+  # needs), the baseline-update step when asked for, and the per-test entries.
+  set_property(TEST ${steps} APPEND PROPERTY FIXTURES_REQUIRED ${name}.built)
+  _evidence_gate_ctest_time(${name} "${suite_file}" "${evidence_dir}" "${labels}" "${run_fixtures}"
+                            ${one_process_timeout} ${arg_PER_TEST} "${arg_DEPENDS}")
 endfunction()

@@ -5,9 +5,11 @@
 #   ctest -S evidence_dashboard.cmake -DSOURCE=<project> -DBUILD=<build dir>
 #         [-DMODEL=Experimental|Continuous|Nightly] [-DSUBMIT_URL=https://cdash.example/submit.php?project=X]
 #         [-DBUILD_NAME=...] [-DSITE=...] [-DLABEL=evidence]
-#         [-DCONFIGURE_OPTIONS=-DEvidenceGate_DIR=/path;-DPYTHON=/usr/bin/python3]
+#         [-DCONFIGURE_OPTIONS=-DEvidenceGate_DIR=/path;-DPython3_EXECUTABLE=/usr/bin/python3]
 #
-# Exit status: non-zero when any evidence test fails, so a CI job fails with the gate.
+# It prints the gate's BLOCK, DEFER and summary lines (ctest -S shows no test output) and says
+# whether it submitted. Exit status: non-zero when any evidence test fails, so a CI job fails
+# with the gate.
 cmake_minimum_required(VERSION 3.21)
 
 foreach(required SOURCE BUILD)
@@ -49,12 +51,38 @@ if(configure_failed)
 endif()
 ctest_build(RETURN_VALUE build_failed)
 ctest_test(INCLUDE_LABEL "${LABEL}" RETURN_VALUE tests_failed)
+
+# What the gate steps printed, from this run's test log: ctest -S shows no test's output.
+file(GLOB logs "${CTEST_BINARY_DIRECTORY}/Testing/Temporary/LastTest.log" "${CTEST_BINARY_DIRECTORY}/Testing/Temporary/LastTest_*.log")
+set(newest "")
+set(newest_time 0)
+foreach(log IN LISTS logs)
+  file(TIMESTAMP "${log}" time "%s")
+  if(time GREATER_EQUAL newest_time)
+    set(newest "${log}")
+    set(newest_time ${time})
+  endif()
+endforeach()
+if(newest)
+  file(STRINGS "${newest}" gate_lines REGEX "^(BLOCK|DEFER|WARN) |^evidence-gate [^ ]+: ")
+  foreach(line IN LISTS gate_lines)
+    message("${line}")
+  endforeach()
+endif()
+
 if(DEFINED SUBMIT_URL)
   ctest_submit(RETURN_VALUE submit_failed)
   if(submit_failed)
     message(WARNING "evidence_dashboard.cmake: the submission to ${SUBMIT_URL} failed")
+  else()
+    message("evidence_dashboard.cmake: submitted to ${SUBMIT_URL}")
   endif()
+else()
+  message("evidence_dashboard.cmake: nothing was submitted (no -DSUBMIT_URL given); the results are in ${CTEST_BINARY_DIRECTORY}/Testing")
 endif()
-if(build_failed OR tests_failed)
-  message(FATAL_ERROR "evidence_dashboard.cmake: the evidence gate did not pass (see the BLOCK lines above)")
+if(build_failed)
+  message(FATAL_ERROR "evidence_dashboard.cmake: building ${SOURCE} failed")
+endif()
+if(tests_failed)
+  message(FATAL_ERROR "evidence_dashboard.cmake: the evidence gate did not pass (the BLOCK lines above say why)")
 endif()

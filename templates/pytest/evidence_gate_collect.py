@@ -3,12 +3,20 @@
 and the configuration that found it (rootdir, config file, options and where they came
 from, conftests, plugins, interpreter). evgate turns it into the receipt and the CTest
 entries.
+
+It also says what collection lost on the way: each test a hook deselected (through
+``pytest_deselected``, with the code that called it) or took out of the items without a
+word, and the plugins ``PYTEST_PLUGINS`` in the environment loads. evgate's thinning row
+names them: a conftest or plugin that thins the suite does so in every run alike, and
+nothing else would say so.
 """
 
 import os
 import platform
 import shlex
+import site
 import sys
+import sysconfig
 import types
 
 import pytest
@@ -24,10 +32,26 @@ class CollectRecorder:
     def __init__(self, config):
         self.config = config
         self.errors = []
+        self.collected = {}  # node id -> None, in collection order (items before any hook)
+        self.deselected = {}  # node id -> who deselected it
 
     def pytest_collectreport(self, report):
         if report.failed:
             self.errors.append({"nodeid": report.nodeid, "message": str(report.longrepr)[:2000]})
+
+    def pytest_itemcollected(self, item):
+        self.collected.setdefault(item.nodeid)
+
+    def pytest_deselected(self, items):
+        by = hook_caller(self.config)
+        for item in items:
+            self.deselected.setdefault(item.nodeid, by)
+
+    def lost(self, items):
+        """Collected tests the final items lack: each with who deselected it (None: taken out
+        without pytest_deselected, by a hook that is not known)."""
+        kept = {item.nodeid for item in items}
+        return [{"id": nodeid, "by": self.deselected.get(nodeid)} for nodeid in self.collected if nodeid not in kept]
 
     def pytest_sessionfinish(self, session, exitstatus):
         config = self.config
@@ -44,14 +68,46 @@ class CollectRecorder:
             "args": list(config.args),
             "invocation_dir": str(config.invocation_params.dir),
             "conftests": loaded_conftests(config),
+            "imported": imported_files(config),
             "plugins": plugin_list(config),
             "python": sys.executable,
             "python_version": platform.python_version(),
             "pytest_version": pytest.__version__,
             "tests": [describe(item) for item in session.items],
+            "deselected": self.lost(session.items),
+            "pytest_plugins_env": [name.strip() for name in os.environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()],
             "errors": self.errors,
             "exitstatus": int(exitstatus),
         })
+
+
+def hook_caller(config):
+    """Who called the hook being run: 'conftest.py:7 (pytest_collection_modifyitems)' for a
+    conftest, 'thinplug (pytest_collection_modifyitems)' for a plugin module, "pytest's -k/-m"
+    (or "pytest's --deselect") for pytest's own options; None when nothing outside the hook
+    machinery did."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module == "_pytest" or module.startswith("_pytest."):
+            return PYTEST_CALLERS.get(module, f"pytest ({module})")
+        if module != __name__ and module != "pluggy" and not module.startswith("pluggy."):
+            return describe_caller(frame, config)
+        frame = frame.f_back
+    return None
+
+
+PYTEST_CALLERS = {"_pytest.mark": "pytest's -k/-m", "_pytest.main": "pytest's --deselect",
+                  "_pytest.cacheprovider": "pytest's cache (--lf, --sw)"}
+
+
+def describe_caller(frame, config):
+    path = frame.f_code.co_filename
+    function = frame.f_code.co_name
+    if os.path.basename(path) == "conftest.py":
+        relative = os.path.relpath(path, str(config.rootpath))
+        return f"{path if relative.startswith('..') else relative}:{frame.f_lineno} ({function})"
+    return f"{frame.f_globals.get('__name__', path)} ({function})"
 
 
 def plugin_list(config):
@@ -95,3 +151,42 @@ def loaded_conftests(config):
         if isinstance(plugin, types.ModuleType)
         and os.path.basename(getattr(plugin, "__file__", None) or "") == "conftest.py"
     })
+
+
+def imported_files(config):
+    """The files of the modules the collection imported that are no part of the interpreter's
+    installation (its prefixes, the standard library, site-packages), and the conftests:
+    absolute. A library beside ROOT that a conftest puts on sys.path is among them; evgate
+    digests them with the sources a shard ran over (runs/receipt_sources.hpp)."""
+    rootdir = os.path.abspath(str(config.rootpath))
+    installed = _installed_dirs(rootdir)
+    files = set(loaded_conftests(config))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path:
+            continue
+        path = os.path.abspath(path)
+        if not any(_inside(path, d) for d in installed):
+            files.add(path)
+    return sorted(files)
+
+
+def _installed_dirs(rootdir):
+    """Where the interpreter keeps what is installed; a prefix that holds ROOT (a system
+    interpreter's /usr and a checkout below it) counts only through its library dirs."""
+    dirs = {os.path.dirname(os.path.abspath(__file__))}  # this plugin
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(os.path.abspath(path))
+    for path in list(getattr(site, "getsitepackages", list)()) + [site.getusersitepackages()]:
+        dirs.add(os.path.abspath(path))
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        prefix = os.path.abspath(prefix)
+        if not _inside(rootdir, prefix):
+            dirs.add(prefix)
+    return dirs
+
+
+def _inside(path, directory):
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)

@@ -1,7 +1,7 @@
 """Files as Evidence Gate names and identifies them, for the leases and the source-tree watch.
 
 A file is named by its path relative to ROOT, with "/" between components, "" for ROOT
-itself. Its state is its (identity, mode): the identity is the one evgate computes (sha256
+itself. Its state is its (identity, mode, owner): the identity is the one evgate computes (sha256
 of the content, the target of a link, or "special"), and is worked out again only when the
 file's lstat key moved or its timestamps are too recent to prove anything ("racy").
 
@@ -26,9 +26,25 @@ def joined(rel, name):
     return f"{rel}/{name}" if rel else name
 
 
+VERSION_CONTROL = frozenset({".git", ".hg", ".svn"})
+# Directories of tools, nobody's to guard; so is every ".*_cache" (.pytest_cache, .mypy_cache, ...).
+TOOL_DIRECTORIES = frozenset({"__pycache__", ".tox", ".nox", ".eggs"})
+
+
 def excluded(rel, exclude):
     """Build trees and the evidence directory (evgate lists them), and version control."""
-    return rel in exclude or rel.rpartition("/")[2] == ".git"
+    return rel in exclude or rel.rpartition("/")[2] in VERSION_CONTROL
+
+
+def never_guarded(path, name):
+    """Whether the directory `name` at `path` is nobody's to guard, as evgate decides it: version
+    control, a tool's cache, a virtual environment (it holds pyvenv.cfg). Hidden ones are guarded."""
+    if name in VERSION_CONTROL or name in TOOL_DIRECTORIES:
+        return True
+    if name.startswith(".") and name.endswith("_cache") and len(name) > len("._cache"):
+        return True
+    st = lstat(os.path.join(path, "pyvenv.cfg"))
+    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def printable(rel):
@@ -68,7 +84,30 @@ def is_racy(st, racy_after):
 
 
 def state_of(path, st):
-    return None if st is None else (identity(path, st), stat.S_IMODE(st.st_mode))
+    """A file's (identity, mode, uid, gid); None while it is absent."""
+    return None if st is None else (identity(path, st), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+
+
+def listed_state(entry):
+    """A file's state as evgate listed it (the lease document, tree.json)."""
+    return entry["identity"], entry["mode"], entry.get("uid"), entry.get("gid")
+
+
+def owned(listed, st):
+    """A listed state whose owner evgate did not record (a lease document of an older evgate) takes
+    the present owner from `st`: nothing to compare it with."""
+    if listed is None or st is None or None not in listed[-2:]:
+        return listed
+    return (*listed[:-2], st.st_uid, st.st_gid)
+
+
+def directory_state(st):
+    """A directory's (mode, uid, gid): a chmod or chown of it is a change."""
+    return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def listed_directory(entry):
+    return entry["mode"], entry.get("uid"), entry.get("gid")
 
 
 def identity(path, st):

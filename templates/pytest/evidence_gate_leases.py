@@ -10,8 +10,8 @@ Every group is checked after every test, in one of two ways with the same verdic
   every member, and walk the tree again when a directory's mtime moved.
 
 Either way a file's content is hashed only when its lstat metadata moved or is "racy"
-(``evidence_gate_files``). The modes of a group's directories are part of its lease: a
-chmod of one is a change. Build trees, the evidence directory and .git are never entered,
+(``evidence_gate_files``). The modes and owners of a group's directories (and of its files)
+are part of its lease: a chmod or chown of one is a change. Build trees, the evidence directory and .git are never entered,
 whatever a glob says.
 
 With notifications the source tree outside the groups is watched too
@@ -31,8 +31,8 @@ import re
 import stat
 import time
 
-from evidence_gate_files import (RACY_NS, components, excluded, is_racy, list_directory, lstat, parent_of, stat_key,
-                                 state_of, within)
+from evidence_gate_files import (RACY_NS, components, directory_state, excluded, is_racy, list_directory, listed_directory,
+                                 listed_state, lstat, owned, parent_of, stat_key, state_of, within)
 from evidence_gate_inotify import ABOVE, DIRECTORY, FILE, IN_IGNORED, IN_ISDIR, IN_Q_OVERFLOW, Unwatchable, Watches
 from evidence_gate_tree import Tree, reported
 
@@ -158,9 +158,9 @@ class Lease:
         self.regex = re.compile(spec["regex"])
         self.base = spec["base"]
         self.max_depth = int(spec["max_depth"])
-        self.listed = {member["path"]: (member["identity"], member["mode"]) for member in spec["files"]}
-        # The modes of the group's directories, as evgate listed them; then as last seen.
-        self.modes = {d["path"]: d["mode"] for d in spec.get("directories", ())}
+        self.listed = {member["path"]: listed_state(member) for member in spec["files"]}
+        # The (mode, uid, gid) of the group's directories, as evgate listed them; then as last seen.
+        self.modes = {d["path"]: listed_directory(d) for d in spec.get("directories", ())}
         parts = self.base.split("/") if self.base else []
         # Each directory above the base, with the name in it that leads on to the base.
         self.above = {"/".join(parts[:i]): parts[i] for i in range(len(parts))}
@@ -181,11 +181,11 @@ class Lease:
         return rel in self.listed or (self.regex.fullmatch(rel) is not None and not excluded(rel, self.exclude))
 
     def note_mode(self, rel, st):
-        """A directory's mode as it is now; a change from the last one seen is a change to the group."""
-        mode = stat.S_IMODE(st.st_mode)
-        if self.modes.get(rel, mode) != mode:
+        """A directory's mode and owner as they are now; a change from the last seen is a change to the group."""
+        state = directory_state(st)
+        if owned(self.modes.get(rel, state), st) != state:
             self.changed = True
-        self.modes[rel] = mode
+        self.modes[rel] = state
 
     def start(self, watches, verified_ns=None):
         """The baseline: evgate's identities for what it listed, the present state of files that came since.
@@ -200,7 +200,7 @@ class Lease:
             member = self.members[rel] = Member(self.path(rel), parent_of(rel))
             st = self.lstat_member(rel, member, watches)
             member.key = stat_key(st)
-            member.state = self.listed[rel] if rel in self.listed and st is not None else state_of(member.path, st)
+            member.state = owned(self.listed[rel], st) if rel in self.listed and st is not None else state_of(member.path, st)
             if verified_ns is not None and st is not None and rel in self.listed and is_racy(st, verified_ns - RACY_NS):
                 present = state_of(member.path, st)
                 self.changed = self.changed or present != member.state
@@ -225,7 +225,7 @@ class Lease:
             st = lstat(self.path(rel))
             if st is None or not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns != mtime or mtime >= racy_after:
                 return True
-            if self.modes.get(rel) != stat.S_IMODE(st.st_mode):  # a chmod moves no mtime
+            if self.modes.get(rel) != directory_state(st):  # a chmod or chown moves no mtime
                 return True
         return False
 
@@ -356,7 +356,7 @@ class Lease:
 
 
 class Member:
-    """A file of a group: its lstat key when last looked at, and its (identity, mode), or None while absent."""
+    """A file of a group: its lstat key when last looked at, and its (identity, mode, uid, gid), or None while absent."""
 
     __slots__ = ("path", "directory", "key", "state")
 
@@ -367,7 +367,7 @@ class Member:
         self.state = None
 
     def update(self, st, racy_after):
-        """Take the file's present lstat; True if its (identity, mode) moved."""
+        """Take the file's present lstat; True if its state moved."""
         key = stat_key(st)
         if key == self.key and (st is None or not is_racy(st, racy_after)):
             return False

@@ -9,9 +9,10 @@ and registered as a plugin only while it runs:
   hand), ``evidence_gate_records``: runs the tests in the order evgate chose and sends one
   JSON Lines record per event. Beside it, ``evidence_gate_leases`` (who changed which
   fixture group, by ``evidence_gate_inotify`` notifications or a stat scan of
-  ``evidence_gate_files``), ``evidence_gate_tree`` (what a test touched in the source tree
-  outside the groups) and ``evidence_gate_leftovers`` (the threads and processes a test
-  leaves running);
+  ``evidence_gate_files``), ``evidence_gate_scopes`` (what a fixture wider than a test
+  changed while it was set up or torn down), ``evidence_gate_tree`` (what a test touched in
+  the source tree outside the groups) and ``evidence_gate_leftovers`` (the threads and
+  processes a test leaves running);
 * collect mode (``--evidence-gate-collect`` with ``--collect-only``),
   ``evidence_gate_collect``: one JSON document describing the suite and the configuration
   that found it.

@@ -9,9 +9,13 @@ event as it happens, so a crashed run still leaves readable evidence:
 * ``start`` and ``result`` of each test: its outcome by phase, the fixture groups it changed
   (``evidence_gate_leases``), those it changed undeclared, what it touched in the source
   tree outside them, or, when an earlier test's thread or process still ran
-  (``evidence_gate_leftovers``), the change blamed on nobody;
-* ``outside``: a change to the groups outside any test (start-up and collection, session end);
-* ``end``: pytest's count and what it exits with, once everything else is done.
+  (``evidence_gate_leftovers``), the change blamed on nobody. A test whose call phase never
+  ran, though it was neither skipped nor failed in setup, is ``uncalled``, never ``passed``;
+* ``outside``: a change to the groups outside any test (start-up and collection, session end)
+  or made by a fixture wider than a test while it was set up or torn down
+  (``evidence_gate_scopes``);
+* ``end``: pytest's count, the status after every pytest_sessionfinish hook and what it
+  exits with, once everything else is done.
 
 evgate reads the channel and writes the records file itself: only this process's records count.
 """
@@ -28,6 +32,7 @@ import pytest
 from evidence_gate_collect import loaded_conftests
 from evidence_gate_leases import Leases
 from evidence_gate_leftovers import Leftovers, describe_leftovers
+from evidence_gate_scopes import Scopes, merged
 from evidence_gate_tree import SOURCE_TREE
 
 # Plugins that reorder tests themselves; evgate passes -p no:<name> for them.
@@ -51,14 +56,19 @@ class RunRecorder:
         self.groups = read_json(option.evidence_gate_groups) if option.evidence_gate_groups else None
         self.records = open_records(option)
         self.leases = None
+        self.scopes = None
         self.leftovers = Leftovers()
         self.session = None
         self.exitstatus = None
+        self.after_finish = None
         self.disabled = []
         self.collected = 0
         self.unlisted = []
         self.absent = []
         self.reports = {}
+        self.running = None  # the node id of the test whose protocol runs
+        self.called = False  # whether pytest_runtest_call ran for it
+        self.call_error = None  # what the test raised in it, other than a skip or xfail: "Type: first line"
 
     def emit(self, record):
         self.write_line(RECORD_ENCODER.encode(record))
@@ -76,6 +86,7 @@ class RunRecorder:
         if self.groups is not None:
             self.leases = Leases(self.groups, self.config.option.evidence_gate_lease,
                                  self.config.option.evidence_gate_verified_ns)
+            self.scopes = Scopes(self.leases, self.emit, str(self.config.rootpath))
         self.disabled = [name for name in installed_reorderers() if not self.config.pluginmanager.has_plugin(name)]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -152,47 +163,86 @@ class RunRecorder:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item):
         self.reports = {}
+        self.running, self.called, self.call_error = item.nodeid, False, None
         # What emit() writes for {"event": "start", "test": ...}, without a dict to build and sort.
         self.write_line('{"event":"start","test":' + RECORD_ENCODER.encode(item.nodeid) + "}")
         # What earlier tests left running: a change made while it runs may be theirs.
         earlier = self.leftovers.running()
         # String seeds hash the same way on every Python version.
         random.seed(f"evidence-gate:{self.seed}:{item.nodeid}")
+        if self.scopes is not None:
+            self.scopes.test_started(item)
         outcome = yield
+        self.running = None
         if outcome.excinfo is not None:
             # Interrupted (Ctrl-C, pytest.exit): leave a start without a result.
             return
-        # Check every lease, declared or not, so the next test starts from
-        # what this one left.
-        changed = self.leases.check() if self.leases is not None else []
+        # Check every lease, declared or not, so the next test starts from what this one left.
+        # What wide fixtures changed for tests that all declared it is this test's change, not
+        # its undeclared one.
+        own, owned, tree = self.scopes.test_changes() if self.scopes is not None else ([], [], [])
         self.leftovers.note(item.nodeid)
-        declared = {group for mark in item.iter_markers("writes") for group in mark.args} if changed else set()
-        dirty = [group for group in changed if group not in declared and group != SOURCE_TREE]
-        result, message = classify(self.reports)
+        declared = {group for mark in item.iter_markers("writes") for group in mark.args} if own else set()
+        dirty = [group for group in own if group not in declared and group != SOURCE_TREE]
+        result, message = classify(self.reports, self.called, self.call_error)
         record = {
             "event": "result",
             "test": item.nodeid,
             "outcome": result,
             "phases": {when: report.outcome for when, report in self.reports.items()},
             "duration": sum(report.duration for report in self.reports.values()),
-            "changed": changed,
+            "changed": merged(own, owned),
             "dirty": dirty,
             "message": message,
-            "tree": self.leases.tree_touched if self.leases is not None else [],  # outside the groups
+            "tree": tree,  # outside the groups
         }
         if dirty and earlier:
             # Not certain whose change it is: neither test is blamed, evgate blocks the run.
             record.update(dirty=[], unblamed=dirty, leftover=describe_leftovers(earlier))
         self.emit(record)
 
+    # tryfirst: the outermost wrapper, so it counts only a call pytest really entered, and sees
+    # what the test raised as pytest's report is made from it.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item):
+        ours = item.nodeid == self.running
+        if ours:
+            self.called, self.call_error = True, None
+        outcome = yield
+        error = outcome.excinfo[1] if outcome.excinfo is not None else None
+        if ours and error is not None and not isinstance(error, (pytest.skip.Exception, pytest.xfail.Exception)):
+            # Its words only: the exception would keep the test's frames alive.
+            self.call_error = f"{type(error).__name__}: {first_line(error)}"
+
     def pytest_runtest_logreport(self, report):
-        self.reports[report.when] = report
+        if report.nodeid == self.running:  # another test's report is not this one's phase
+            self.reports[report.when] = report
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_fixture_setup(self, fixturedef):
+        if self.scopes is not None:
+            self.scopes.before_setup(fixturedef)
+        yield
+        if self.scopes is not None:
+            self.scopes.after_setup(fixturedef)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_fixture_post_finalizer(self, fixturedef):
+        yield
+        if self.scopes is not None:
+            self.scopes.after_teardown(fixturedef)
 
     # A wrapper: its first half runs whatever the other implementations do (one may raise).
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         self.exitstatus = int(exitstatus)  # pytest's own count, before any hook changes it
-        yield
+        outcome = yield
+        # After every pytest_sessionfinish hook; a pytest.exit() raised in one is what pytest
+        # takes as its status (with a returncode).
+        self.after_finish = int(session.exitstatus)
+        error = outcome.excinfo[1] if outcome.excinfo is not None else None
+        if isinstance(error, pytest.exit.Exception) and error.returncode is not None:
+            self.after_finish = int(error.returncode)
 
     def finish(self):
         """The end record, once every pytest_sessionfinish and every conftest's pytest_unconfigure
@@ -201,7 +251,12 @@ class RunRecorder:
             return
         self.check_outside("session end")
         # The lease fields again: notifications may have been given up during the run.
-        self.emit({"event": "end", "exitstatus": self.exitstatus, "final": int(self.session.exitstatus),
+        final = int(self.session.exitstatus)
+        # No status after the session's end: a hook raised out of pytest_sessionfinish (a
+        # pytest.exit() there, re-raised by a wrapper before ours got its turn), and pytest took
+        # its status from that.
+        finish = self.after_finish if self.after_finish is not None else final
+        self.emit({"event": "end", "exitstatus": self.exitstatus, "finish": finish, "final": final,
                    **self.lease_fields()})
 
     def close(self):
@@ -273,8 +328,16 @@ def installed_reorderers():
     return sorted(installed)
 
 
-def classify(reports):
-    """(outcome, message) of one test from its phase reports, as pytest counts it."""
+def classify(reports, called=True, call_error=None):
+    """(outcome, message) of one test from its phase reports, as pytest counts it; `called`:
+    whether pytest_runtest_call ran for it, `call_error`: what the test raised there (not a
+    skip or an xfail), as "Type: first line".
+
+    A failure stands whoever reported it, and so does an exception the test raised that a
+    plugin or conftest reported as a pass. Otherwise a test whose setup passed (or that has no
+    setup report) must have had its call phase run, or it is "uncalled": a plugin or conftest
+    (its pytest_runtest_protocol) left the test out, or reported a call that never happened.
+    """
     setup, call, teardown = (reports.get(when) for when in PHASES)
     if setup is not None and setup.failed:
         return "error", failure_line(setup)
@@ -282,6 +345,10 @@ def classify(reports):
         return "failed", failure_line(call)
     if teardown is not None and teardown.failed:
         return "error", failure_line(teardown)
+    if call is not None and call.passed and call_error is not None and not hasattr(call, "wasxfail"):
+        return "failed", f"{call_error} (raised by the test; a plugin or conftest reported its call as passed)"
+    if (not called or call is None) and (setup is None or setup.passed):
+        return "uncalled", uncalled_line(reports, call, called)
     ran = [report for report in (setup, call, teardown) if report is not None]
     for report in ran:
         if hasattr(report, "wasxfail"):
@@ -292,6 +359,20 @@ def classify(reports):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             return "skipped", first_line(reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason)
     return "passed", ""
+
+
+def uncalled_line(reports, call, called):
+    if called:
+        return "pytest_runtest_call ran, but no 'call' report came: a plugin or conftest kept the call's outcome back"
+    if call is not None:
+        return (f"a 'call' report said {call.outcome}, but pytest_runtest_call never ran the test: "
+                "a plugin or conftest reported a call that did not happen")
+    if not reports:
+        return ("no phase of the test ran (no setup, call or teardown report): a plugin or conftest's "
+                "pytest_runtest_protocol returned without running it")
+    phases = " and ".join(f"{when} {report.outcome}" for when, report in reports.items())
+    return (f"{phases}, but no call: a plugin or conftest's pytest_runtest_protocol "
+            "ran the test without calling it")
 
 
 def failure_line(report):

@@ -12,7 +12,8 @@ Needs no pytest.
 import json
 import stat
 
-from evidence_gate_files import excluded, joined, list_directory, lstat, printable, state_of
+from evidence_gate_files import (directory_state, excluded, joined, list_directory, listed_directory, listed_state, lstat,
+                                 never_guarded, owned, printable, state_of)
 from evidence_gate_inotify import (IN_CREATE, IN_IGNORED, IN_ISDIR, IN_MOVED_TO, IN_Q_OVERFLOW, TREE, Unwatchable,
                                    Watches)
 
@@ -24,8 +25,9 @@ TREE_LIST_MAX = 20
 
 
 class Tree:
-    """The source tree outside the groups, by notifications: every directory under ROOT but
-    hidden ones, build trees and the evidence directory, on an inotify instance of its own (a
+    """The source tree outside the groups, by notifications: every directory under ROOT, hidden
+    ones too, but build trees, the evidence directory, version control, caches and virtual
+    environments (``never_guarded``), on an inotify instance of its own (a
     second watch on a group's directory in the same instance would replace the group's mask).
 
     activity() says what was touched since it last looked: names created, removed, renamed,
@@ -39,7 +41,8 @@ class Tree:
         self.exclude = exclude
         self.leases = leases  # their members and directories are theirs
         self.listing = document["tree"]
-        self.states = None  # guarded path -> (identity, mode); directories -> mode
+        self.states = None  # guarded path -> (identity, mode, uid, gid); directories -> (mode, uid, gid)
+        self.directories = set()
         self.watches = None
 
     def path(self, rel):
@@ -72,7 +75,7 @@ class Tree:
         return found
 
     def wanted(self, rel):
-        return not rel.rpartition("/")[2].startswith(".") and not excluded(rel, self.exclude)
+        return not excluded(rel, self.exclude) and not never_guarded(self.path(rel), rel.rpartition("/")[2])
 
     def is_member(self, rel):
         return any(lease.is_member(rel) or rel in lease.modes for lease in self.leases)
@@ -105,13 +108,16 @@ class Tree:
     def left_changed(self, rel):
         """Whether a guarded file (or directory) is no longer as the last look saw it."""
         if self.states is None:
-            self.states = read_listing(self.listing)
+            self.states, self.directories = read_listing(self.listing)
         rel = "" if rel == "." else rel
         if rel not in self.states:
             return False  # a scratch file: nobody's
         st = lstat(self.path(rel))
-        was = self.states[rel]
-        now = stat.S_IMODE(st.st_mode) if isinstance(was, int) and st is not None else state_of(self.path(rel), st)
+        was = owned(self.states[rel], st)
+        if rel in self.directories:
+            now = None if st is None or not stat.S_ISDIR(st.st_mode) else directory_state(st)
+        else:
+            now = state_of(self.path(rel), st)
         self.states[rel] = now
         return now != was
 
@@ -122,15 +128,17 @@ class Tree:
 
 
 def read_listing(path):
-    """The guarded files (identity, mode) and directories (mode) evgate listed in tree.json."""
+    """The states of the guarded files and directories evgate listed in tree.json, and which
+    paths are directories."""
     try:
         with open(path, encoding="utf-8") as f:
             document = json.load(f)
     except (OSError, ValueError):
-        return {}  # evgate's check after the process stands in
-    states = {f["path"]: (f["identity"], f["mode"]) for f in document.get("files", ())}
-    states.update((d["path"], d["mode"]) for d in document.get("directories", ()))
-    return states
+        return {}, set()  # evgate's check after the process stands in
+    states = {f["path"]: listed_state(f) for f in document.get("files", ())}
+    directories = {d["path"] for d in document.get("directories", ())}
+    states.update((d["path"], listed_directory(d)) for d in document.get("directories", ()))
+    return states, directories
 
 
 def reported(touched, changed):

@@ -5,6 +5,7 @@ The last two compile the product (about a minute each on two cores).
 """
 
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -67,6 +68,11 @@ def assert_source_tree_clean(source_dir):
     assert not caches, f"caches in Evidence Gate's source tree: {caches}"
 
 
+def compiler_cache():
+    """A build of the whole product per test: through ccache where the machine has it."""
+    return ["CMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+
+
 def build(binary):
     result = run(["cmake", "--build", binary, "--parallel", str(os.cpu_count() or 2)], timeout=BUILD_TIMEOUT)
     assert result.returncode == 0, f"building the consumer failed:\n{result.describe()}"
@@ -114,7 +120,7 @@ def test_add_subdirectory(tmp_path, source_dir):
         add_subdirectory("{source_dir}" evidence-gate)
         """, language="CXX")
     binary = tmp_path / "build"
-    configured = cmake_configure(consumer, binary, generator=ninja_or_default())
+    configured = cmake_configure(consumer, binary, *compiler_cache(), generator=ninja_or_default())
     assert configured.returncode == 0, configured.describe()
     build(binary)
     assert (binary / "evidence-gate" / "tools" / "evgate").is_file(), "evgate was not built in the consumer's tree"
@@ -130,7 +136,7 @@ def test_fetchcontent(tmp_path, source_dir):
         FetchContent_MakeAvailable(EvidenceGate)
         """, language="CXX")
     binary = tmp_path / "build"
-    configured = cmake_configure(consumer, binary, generator=ninja_or_default())
+    configured = cmake_configure(consumer, binary, *compiler_cache(), generator=ninja_or_default())
     assert configured.returncode == 0, configured.describe()
     build(binary)
     built = list(Path(binary, "_deps").glob("*-build/tools/evgate"))

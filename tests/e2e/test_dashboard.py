@@ -24,3 +24,7 @@ def test_dashboard_script_fails_when_the_gate_blocks(build_dir, tmp_path):
                       f"-DCONFIGURE_OPTIONS=-DEvidenceGate_DIR={build_dir}"], timeout=600)
     assert result.returncode != 0, result.describe()
     assert "the evidence gate did not pass" in result.output
+    # It prints the BLOCK lines it points at, and says that nothing was submitted.
+    assert re.search(r"^BLOCK tests/test_billing\.py::test_apply_discount: polluter, ", result.output, re.M), result.describe()
+    assert re.search(r"^evidence-gate billing: .* -> BLOCKED$", result.output, re.M), result.describe()
+    assert "nothing was submitted (no -DSUBMIT_URL given)" in result.output, result.describe()

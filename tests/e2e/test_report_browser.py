@@ -122,11 +122,53 @@ def test_polluter_victim_report_shows_blocking_rows_heat_map_and_partner(tmp_pat
     for test in ledger.tests:
         assert test in page.sections["heatmap"], f"{test} is not on the heat map"
     screenshot(report, tmp_path)
+    expect_one_line_commands(report, tmp_path)
 
     markdown = (report.parent / "report.md").read_text(encoding="utf-8")
     assert markdown.startswith("## Evidence Gate: billing **BLOCKED**\n"), markdown
     for row in blocking:
         assert f"`{row['test']}`" in markdown, f"{row['test']} is not in report.md:\n{markdown}"
+
+
+# Appended to a copy of the page: measures every reproduce command as laid out at 1,400 px,
+# then presses the first copy button.
+MEASURE = """<script>
+var lines = [];
+document.querySelectorAll('code.cmd').forEach(function (c) {
+  var style = getComputedStyle(c);
+  var line = parseFloat(style.lineHeight), pad = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+  lines.push([c.clientHeight <= line + pad + 1, c.scrollWidth > c.clientWidth, c.textContent.length].join(' '));
+});
+lines.push('page ' + (document.documentElement.scrollWidth <= window.innerWidth));
+var button = document.querySelector('button.copy');
+button.click();
+setTimeout(function () {
+  lines.push('button ' + button.textContent);
+  var pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = lines.join('\\n');
+  document.body.appendChild(pre);
+}, 200);
+</script></body>"""
+
+
+def expect_one_line_commands(report, tmp_path):
+    """Each reproduce command is one line that scrolls sideways (the page does not widen), and
+    its copy button answers."""
+    page = tmp_path / "measure.html"
+    page.write_text(report.read_text(encoding="utf-8").replace("</body>", MEASURE, 1), encoding="utf-8")
+    dom, _ = browse(page, tmp_path / "profile-measure", "--window-size=1400,2000", "--virtual-time-budget=3000",
+                    "--dump-dom")
+    measured = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert measured, f"the measuring script did not run:\n{dom[-2000:]}"
+    lines = measured.group(1).split("\n")
+    commands = [line.split() for line in lines if line.split()[0] in ("true", "false")]
+    assert commands, lines
+    for one_line, scrolls, length in commands:
+        assert one_line == "true", f"a reproduce command of {length} characters wraps: {lines}"
+    assert any(scrolls == "true" for _, scrolls, _ in commands), f"no command is long enough to scroll: {lines}"
+    assert "page true" in lines, f"a command widens the page: {lines}"
+    assert any(line in ("button copied", "button selected: Ctrl+C copies it") for line in lines), lines
 
 
 def report_fixture():

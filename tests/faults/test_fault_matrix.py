@@ -447,8 +447,9 @@ def test_grandchild_outliving_its_test_is_killed(project, session):
 
 
 def test_timeout_interrupts_the_test_and_the_order_goes_on(project):
-    """TIMEOUT 3 and a test sleeping 60 s: that test is interrupted (blocking), every other
-    test of the order still has a result in every run, and the whole run stays bounded."""
+    """TIMEOUT 8 and a test sleeping 60 s: that test is interrupted (blocking), every other
+    test of the order still has a result in every run, and the whole run stays bounded.
+    (8 s, not less: the receipt's collection shares the bound, and a loaded machine needs it.)"""
     project.write(TEST_FILE, """
         import time
 
@@ -464,7 +465,7 @@ def test_timeout_interrupts_the_test_and_the_order_goes_on(project):
         def test_d():
             pass
     """)
-    project.suite(f"{FAST} TESTS tests TIMEOUT 3")
+    project.suite(f"{FAST} TESTS tests TIMEOUT 8")
     with project.checked():
         project.configured()
         start = time.monotonic()
@@ -480,7 +481,7 @@ def test_timeout_interrupts_the_test_and_the_order_goes_on(project):
         for test in ("test_a", "test_c", "test_d"):
             outcomes = ledger.tests[f"{TEST_FILE}::{test}"]["outcomes"]
             assert {"seed.0", "seed.1"} <= set(outcomes) and set(outcomes.values()) == {"passed"}, str(ledger)
-        assert elapsed < 120, f"a 3 s TIMEOUT must bound the run; it took {elapsed:.0f} s"
+        assert elapsed < 150, f"an 8 s TIMEOUT must bound the run; it took {elapsed:.0f} s"
 
 
 # ============================================================== 7. kill -9 mid-run

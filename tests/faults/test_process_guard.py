@@ -340,6 +340,16 @@ EXITS = {
     """, TEST_FILE: PASSING + "\n    def test_fails():\n        assert 0\n",
         "quarantine.jsonl": '{"test": "tests/test_suite.py::test_fails", "until": "2999-01-01", "owner": "qa", "reason": "known"}\n'},
         "QUARANTINE quarantine.jsonl", r"from 1 to 0 while its records say tests/test_suite\.py::test_fails failed"),
+    "a-conftest-unconfigure-sets-1": ({"conftest.py": f"""
+        SESSION = []
+
+        def pytest_sessionstart(session):
+            SESSION.append(session)
+
+        def pytest_unconfigure(config):
+            if SESSION and {IN_RUNS}:
+                SESSION[0].exitstatus = 1
+    """}, "", r"a pytest_unconfigure hook changed pytest's exit status from 0 to 1 while its records say every test it ran passed"),
     "pytest-exit-at-session-end": ({"conftest.py": f"""
         import pytest
 
@@ -568,3 +578,164 @@ def test_side_by_side_a_change_another_run_made_blames_no_test(project):
         # seed.1 touched the group too (its file came and went), so either reason may be given.
         assert re.search(r"seed\.0 (changed the fixture groups while another run went beside it|ran beside a run that "
                          r"changed the fixture groups); running it again, alone", rerun), rerun
+
+
+# ============================================================== 11. a test pytest never called
+
+
+# how: the conftest whose pytest_runtest_protocol leaves the call phase out of test_fails
+UNCALLED = {
+    "returns-without-running-it": """
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            if "fails" in item.name:
+                return True
+    """,
+    "runs-setup-and-teardown-only": """
+        import pytest
+        from _pytest.runner import call_and_report
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            call_and_report(item, "setup")
+            call_and_report(item, "teardown", nextitem=nextitem)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            return True
+    """,
+    "reports-a-call-that-never-happened": """
+        import pytest
+        from _pytest.reports import TestReport
+        from _pytest.runner import call_and_report
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            call_and_report(item, "setup")
+            item.ihook.pytest_runtest_logreport(report=TestReport(
+                item.nodeid, item.location, {}, "passed", None, "call", [], 0.0))
+            call_and_report(item, "teardown", nextitem=nextitem)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            return True
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(UNCALLED))
+def test_a_test_whose_call_phase_never_ran_is_missing_not_passed(project, how):
+    """A conftest's tryfirst pytest_runtest_protocol leaves a failing test's call phase out (pytest
+    itself counts it as nothing, or as passed): the test is `missing` in every run, its row says
+    its call phase never ran, and the gate blocks."""
+    project.write(TEST_FILE, """
+        def test_fails():
+            assert 0
+    """)
+    project.write("conftest.py", UNCALLED[how])
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_blocked(project, result, how)
+        row = project.ledger().tests["tests/test_suite.py::test_fails"]
+        assert (row["verdict"], row["gate"]) == ("missing", "block"), row
+        assert set(row["outcomes"].values()) == {"uncalled"}, row
+        assert re.search(r"its call phase never ran in seed\.0, seed\.1: ", row["reason"]), row
+
+
+def test_a_failure_a_conftest_reports_as_a_pass_still_fails(project):
+    """A conftest's pytest_runtest_makereport wrapper turns a failing call into a pass (pytest then
+    counts a pass and exits 0): what the test raised stands, the test is `failing`."""
+    project.write(TEST_FILE, PASSING + "\n    def test_fails():\n        assert 1 == 2, 'one is not two'\n")
+    project.write("conftest.py", """
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            report = outcome.get_result()
+            if report.when == "call" and report.failed:
+                report.outcome, report.longrepr = "passed", None
+    """)
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_blocked(project, result, "a failure reported as a pass")
+        row = project.ledger().tests["tests/test_suite.py::test_fails"]
+        assert (row["verdict"], set(row["outcomes"].values())) == ("failing", {"failed"}), row
+        assert "AssertionError: one is not two (raised by the test; a plugin or conftest reported its call as passed)" in \
+            row["reason"], row
+
+
+# ============================================================== 12. fixtures wider than a test
+
+
+def test_a_session_fixture_writing_a_group_at_teardown_is_named_and_no_test_is_blamed(project):
+    """A session-scoped conftest fixture writes the group at its teardown, inside whichever test
+    runs last: the gate blocks with an `outside:<run>` row naming the fixture, its scope and file,
+    no test is a polluter, and the tree is restored."""
+    data_project(project, PASSING, conftest="""
+        import pytest
+        from pathlib import Path
+
+        @pytest.fixture(scope="session", autouse=True)
+        def server():
+            yield
+            Path("data/config.txt").write_text("written at session-fixture teardown\\n")
+    """, arguments="SEEDS 1 PERTURB OFF PER_TEST OFF")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_blocked(project, result, "a session fixture's teardown writing a group")
+        for run in ("seed.0", "seed.1"):
+            blocking_row(project, f"outside:{run}", r"fixture group 'data' changed outside any test, at the teardown of "
+                         r"session-scoped fixture 'server' \(conftest\.py:\d+\), in tests/test_suite\.py::test_\w+ "
+                         r"\(not blamed on it\)")
+        no_test_blamed(project)
+
+
+# ============================================================== 13. hooks that thin the collection
+
+
+def test_tests_a_conftest_or_a_pytest_plugins_plugin_deselects_warn_naming_them(project, monkeypatch, tmp_path):
+    """A committed conftest deselects a test when SMOKE=1 is in ctest's environment, and a plugin
+    PYTEST_PLUGINS loads from there deselects another: the gate passes what ran, and one WARN
+    thinning row lists both tests, who deselected each, and PYTEST_PLUGINS."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "thinplug.py").write_text(textwrap.dedent("""
+        def pytest_collection_modifyitems(config, items):
+            drop = [i for i in items if i.name == "test_two"]
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [i for i in items if i not in drop]
+    """))
+    monkeypatch.setenv("SMOKE", "1")
+    monkeypatch.setenv("PYTEST_PLUGINS", "thinplug")
+    monkeypatch.setenv("PYTHONPATH", str(plugins))
+    project.write(TEST_FILE, PASSING + "\n    def test_three():\n        pass\n")
+    project.write("conftest.py", """
+        import os
+
+        def pytest_collection_modifyitems(config, items):
+            if os.environ.get("SMOKE") == "1":
+                drop = [i for i in items if i.name == "test_one"]
+                config.hook.pytest_deselected(items=drop)
+                items[:] = [i for i in items if i not in drop]
+    """)
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        assert result.returncode == 0 and gate_summary(project.build) == "PASSED", result.describe()
+        ledger = project.ledger()
+        assert list(ledger.tests) == ["tests/test_suite.py::test_three"], str(ledger)
+        [row] = [row for row in ledger.suite_rows if row["test"] == "thinning"]
+        assert row["gate"] == "pass" and row.get("warning"), row
+        assert re.search(r"2 test\(s\) deselected in the receipt's collection: tests/test_suite\.py::test_one by "
+                         r"conftest\.py:\d+ \(pytest_collection_modifyitems\); tests/test_suite\.py::test_two by "
+                         r"thinplug \(pytest_collection_modifyitems\), a plugin PYTEST_PLUGINS loads; "
+                         r"PYTEST_PLUGINS in the environment loads thinplug", row["reason"]), row
+        gate = step_output(project.build, f"{SUITE}.gate") or ""
+        assert "WARN thinning: " in gate and "thinplug" in gate, gate

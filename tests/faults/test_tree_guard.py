@@ -9,13 +9,17 @@ Classes (issue 14): a collection before the snapshot (discovery at ctest start, 
 directory modes; the source tree outside the groups (tracked files, new files); state another
 user could plant (the lock, the registry, the state directory itself); the build tree inside
 ROOT under a broad glob; file names that are not UTF-8; a missing TMPDIR; scratch files written
-by runs side by side.
+by runs side by side (inside ROOT, hidden or not, and at a hard-coded path outside it); a failure
+seen once beside another run, never taken back by a redo alone; hidden
+directories outside git; owners; the pristine copy itself rewritten by a test; ROOT reached through
+a symbolic link.
 """
 
 import contextlib
 import json
 import os
 import pwd
+import re
 import shutil
 import stat
 import subprocess
@@ -24,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import (FAST, SUITE, CANARY_VARIABLE, Project, TreeChanged, digest_diff, expect_message, gate_summary,
-                      run, step_output, tree_digest)
+from harness import (FAST, SUITE, CANARY_VARIABLE, Project, TreeChanged, cmake_configure, digest_diff, expect_message,
+                     gate_summary, run, step_output, tree_digest)
 
 TEST_FILE = "tests/test_suite.py"
 NOBODY = 65534
@@ -551,7 +555,7 @@ SCRATCH_SUITE = """
 
     import pytest
 
-    TOOL = Path("mytool_temp")                         # a tool's scratch directory in the checkout
+    TOOL = Path({tool!r})  # a tool's scratch directory: in the checkout, hidden or not, or a hard-coded path
     DATABASE = Path(__file__).with_name("scratch.db")  # a SQLite-like file beside the tests
     STATE = []
 
@@ -583,19 +587,23 @@ SCRATCH_SUITE = """
 """
 
 
-@pytest.mark.parametrize("lease", ["notifications", "scan"])
-def test_scratch_files_written_by_runs_side_by_side_give_the_ledger_of_one_run_at_a_time(project, lease):
-    """Tests that create, rewrite and delete scratch files inside ROOT, outside any fixture
-    group, collide when two runs go side by side (seed steps under ctest -j2, reruns in the
-    rerun step): before, that gave false `flaky` and `failing` rows. A run that touched the
-    tree outside the groups while another overlapped it is done again alone, and the rest of
-    the invocation takes turns: -j2 gives exactly the ledger of -j1."""
-    project.write(TEST_FILE, SCRATCH_SUITE)
+@pytest.mark.parametrize("lease, where", [("notifications", "checkout"), ("scan", "checkout"),
+                                          ("notifications", "hidden"), ("notifications", "outside")])
+def test_scratch_files_written_by_runs_side_by_side_give_the_ledger_of_one_run_at_a_time(project, lease, where):
+    """Tests that create, rewrite and delete scratch files outside any fixture group collide when
+    two runs go side by side (seed steps under ctest -j2, reruns in the rerun step): before, that
+    gave false `flaky`, `order-dependent` and `failing` rows. Inside ROOT (in a hidden directory
+    too) the runs that touched the tree are known, and a run that overlapped one is done again
+    alone, and -j2 gives exactly the ledger of -j1. At a hard-coded path outside ROOT nothing can
+    be seen: a disagreement seen only in runs side by side is done again alone, and a failure the
+    redo does not show again is flaky, its row saying it was seen only beside other runs."""
+    tool = {"checkout": "mytool_temp", "hidden": ".mytool", "outside": str(project.tmp / "myapp-test")}[where]
+    project.write(TEST_FILE, SCRATCH_SUITE.replace("{tool!r}", repr(tool)))
     arguments = "SEEDS 3 PERTURB OFF PER_TEST OFF LOCALISE 0 TESTS tests"
     if lease == "scan":
         arguments += " PYTEST_ARGS --evidence-gate-lease=scan"
     project.suite(arguments)
-    ledgers = {}
+    ledgers, reasons = {}, {}
     with project.checked():
         for jobs, attempt in ((1, 0), (2, 0), (2, 1)):
             project.build = project.tmp / f"build-j{jobs}-{attempt}"
@@ -603,9 +611,214 @@ def test_scratch_files_written_by_runs_side_by_side_give_the_ledger_of_one_run_a
             result = project.ctest("-L", "evidence", jobs=jobs)
             ledger = ledger_of(project, result)
             ledgers[(jobs, attempt)] = (ledger.verdicts(), sorted(row["test"] for row in ledger.blocking_suite_rows()))
+            reasons[(jobs, attempt)] = {row["test"]: row["reason"] for row in ledger.test_rows}
     serial = ledgers[(1, 0)]
     assert serial[0][f"{TEST_FILE}::test_needs_state"][0] == "order-dependent", serial
     assert {v for t, v in serial[0].items() if "needs_state" not in t} == {("stable", "pass")}, serial
     for key, ledger in ledgers.items():
-        assert ledger == serial, f"-j{key[0]} (attempt {key[1]}) differs from -j1:\n{json.dumps(ledger, indent=1)}\n" \
-                                 f"-j1:\n{json.dumps(serial, indent=1)}"
+        if where == "outside":
+            # Nothing sees the runs meet there: a collision and a nondeterministic failure look the
+            # same, and a failure is never taken back. What differs from -j1 is flaky and says so.
+            differs = {t for t in ledger[0] if ledger[0][t] != serial[0][t]}
+            for test in differs:
+                assert ledger[0][test] == ("flaky", "block"), (key, test, ledger[0][test])
+                assert "went beside other runs" in reasons[key][test], (key, test, reasons[key][test])
+            ledger = ({t: v for t, v in ledger[0].items() if t not in differs}, ledger[1])
+            expected = ({t: v for t, v in serial[0].items() if t not in differs}, serial[1])
+        else:
+            expected = serial
+        assert ledger == expected, f"-j{key[0]} (attempt {key[1]}) differs from -j1:\n{json.dumps(ledger, indent=1)}\n" \
+                                   f"-j1:\n{json.dumps(serial, indent=1)}"
+
+
+ONCE_SUITE = """
+    import time
+    from pathlib import Path
+
+    import pytest
+
+    SEEN = Path({marker!r})  # outside ROOT, where evgate sees nothing
+
+    @pytest.mark.parametrize("n", range(6))
+    def test_slow(n):
+        time.sleep(0.25)
+
+    def test_fails_the_first_time_it_ever_runs():  # nondeterminism, as seen from the gate
+        first = not SEEN.exists()
+        SEEN.write_text("seen")
+        assert not first, "the first run of this test anywhere"
+"""
+
+
+def test_a_failure_seen_once_beside_another_run_is_never_taken_back_by_a_redo_that_passes(project):
+    """Under -j2 the seed steps go side by side; a test fails in exactly one of them (the first
+    time it ever runs) and passes in every run after, the redo alone included. The redo alone is
+    a run of its own beside the first: the failure stays evidence, the test is flaky (before,
+    the redo's records replaced the first run's and the test read `stable`: a false green)."""
+    marker = project.tmp / "seen-once"
+    project.write(TEST_FILE, ONCE_SUITE.replace("{marker!r}", repr(str(marker))))
+    project.suite("SEEDS 2 PERTURB OFF PER_TEST OFF LOCALISE 0 TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.ctest("-L", "evidence", jobs=2)
+        expect_never_green(project, result, "a failure seen once, beside another run")
+        ledger = ledger_of(project, result)
+        test = f"{TEST_FILE}::test_fails_the_first_time_it_ever_runs"
+        row = ledger.tests[test]
+        assert (row["verdict"], row["gate"]) == ("flaky", "block"), str(ledger)
+        rerun = step_output(project.build, f"{SUITE}.rerun") or ""
+        redone = re.findall(r"(seed\.\d) ran beside other runs and holds an outcome no run alone confirms; "
+                            r"running it again, alone, as (seed\.\d\.apart)", rerun)
+        # The failure ran beside another seed (they start together and each takes 1.5 s), so it was redone.
+        assert redone and all(apart == f"{run}.apart" for run, apart in redone), rerun
+        assert "went beside other runs" in row["reason"], row["reason"]
+        runs = {path.name for path in (project.evidence_dir() / "runs").iterdir()}
+        for run, apart in redone:
+            assert f"{run}.jsonl" in runs and f"{apart}.jsonl" in runs, runs  # both kept: the first is evidence too
+
+
+# ============================================================== 8. hidden directories outside git
+
+
+def test_outside_git_a_test_that_edits_a_file_in_a_hidden_directory_is_its_polluter_and_it_is_put_back(project):
+    """Outside a git work tree every file is guarded, hidden directories included (.config/,
+    .github/): only version control, caches and virtual environments are nobody's. Before, a
+    test's edit to .config/app.toml passed and stayed."""
+    project.write(".config/app.toml", 'mode = "prod"\n')
+    project.write(".env", "DEBUG=0\n")
+    project.write(".venv/pyvenv.cfg", "home = /usr/bin\n")
+    project.write(TEST_FILE, """
+        from pathlib import Path
+
+        def test_edits_the_config():
+            Path(".config/app.toml").write_text('mode = "test"\\n')
+
+        def test_uses_its_caches():
+            Path(".mypy_cache").mkdir(exist_ok=True)
+            Path(".venv/pyvenv.cfg").read_text()
+    """)
+    project.suite(f"{FAST} TESTS tests")
+    project.seal()
+    project.configured()
+    result = project.evidence()
+    expect_never_green(project, result, "an edit in a hidden directory outside git")
+    ledger = ledger_of(project, result)
+    culprit = ledger.tests[f"{TEST_FILE}::test_edits_the_config"]
+    assert culprit["verdict"] == "polluter" and culprit["dirty"] == ["(source tree)"], str(ledger)
+    assert culprit["reason"].startswith("changed .config/app.toml in the source tree"), culprit["reason"]
+    assert ledger.tests[f"{TEST_FILE}::test_uses_its_caches"]["verdict"] == "stable", str(ledger)
+    assert "tree:left" not in suite_rows(project), str(ledger)  # a tool's cache is nobody's
+    shutil.rmtree(project.root / ".mypy_cache")
+    project.check_tree()
+    project.check_canary()
+
+
+# ============================================================== 9. owners
+
+
+def owners(root, *paths):
+    return {rel: (os.lstat(root / rel).st_uid, os.lstat(root / rel).st_gid) for rel in paths}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another user")
+def test_a_test_that_chowns_a_tracked_file_or_a_group_file_is_its_polluter_and_the_owner_comes_back(project):
+    """Run as root (as in many containers), a test chowns files of the checkout: the owner is
+    part of what a checkout is, leased and put back like the mode. Before, the gate passed and
+    the files stayed another user's."""
+    project.write("README.txt", "the project\n")
+    project.write("data/config.txt", "pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, f"""
+        import os
+
+        def test_chowns():
+            os.chown("README.txt", {NOBODY}, {NOBODY})
+            os.chown("data/config.txt", {NOBODY}, {NOBODY})
+            os.chown("data", -1, {NOBODY})
+    """)
+    project.suite(f"{FAST} TESTS tests")
+    git_repository(project.root)
+    before = owners(project.root, "README.txt", "data/config.txt", "data")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_never_green(project, result, "a chown of tracked files")
+        ledger = ledger_of(project, result)
+        culprit = ledger.tests[f"{TEST_FILE}::test_chowns"]
+        assert culprit["verdict"] == "polluter" and set(culprit["dirty"]) == {"data", "(source tree)"}, str(ledger)
+    assert owners(project.root, "README.txt", "data/config.txt", "data") == before
+
+
+# ============================================================== 10. the pristine copy itself
+
+
+def test_a_test_that_rewrites_a_group_file_and_its_pristine_copy_blocks_and_the_tree_ends_as_it_was(project):
+    """The evidence directory is within a test's reach (its HOME is in it). A test rewrites a
+    group file and, identically, the pristine copy beside it: before, the gate passed and the
+    "restore" kept the test's content. The copy is sealed in the per-user state directory: the
+    change is found, the file comes back from a verified copy, and a suite row names the copy."""
+    project.write("data/config.txt", "pristine\n")
+    project.write("README.txt", "the project\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, """
+        import os
+        from pathlib import Path
+
+        def test_rewrites_both():
+            evidence = Path(os.environ["HOME"]).parents[2]
+            copies = list(evidence.glob("fixtures/pristine/**/config.txt")) + list(evidence.glob("fixtures/pristine/README.txt"))
+            assert len(copies) == 2, copies
+            for p in [Path("data/config.txt"), Path("README.txt")] + copies:
+                p.write_text("rewritten by a test\\n")
+
+        def test_reads_config():
+            assert Path("data/config.txt").read_text() == "pristine\\n"
+    """)
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        expect_never_green(project, result, "a test that rewrote the pristine copy too")
+        rows = suite_rows(project)
+        assert "tree:store" in rows and rows["tree:store"]["gate"] == "block", project.ledger()
+        reason = rows["tree:store"]["reason"]
+        for copy in ("pristine/data/config.txt", "pristine/README.txt"):
+            assert f"{copy} (after seed." in reason and "put back from a verified copy" in reason, reason
+        ledger = project.ledger()
+        assert ledger.tests[f"{TEST_FILE}::test_rewrites_both"]["verdict"] == "polluter", str(ledger)
+        pristine = project.evidence_dir() / "fixtures" / "pristine"
+        assert (pristine / "data" / "config.txt").read_text() == "pristine\n"
+        assert (pristine / "README.txt").read_text() == "the project\n"
+
+
+# ============================================================== 11. ROOT through a symbolic link
+
+
+def test_a_project_configured_through_a_symbolic_link_names_its_tests_and_its_polluter(project):
+    """cmake -S <link to ROOT> -B <link to the build tree>: before, pytest named the tests from
+    the real path while ROOT was the link's (node ids lost their directory) and the polluter's
+    change was taken for one made at start-up. ROOT and the build tree are resolved once."""
+    project.write("data/config.txt", "pristine\n")
+    project.write("fixtures.manifest", "data: data/*\n")
+    project.write(TEST_FILE, """
+        def test_pollutes():
+            open("data/config.txt", "w").write("polluted\\n")
+
+        def test_ok():
+            pass
+    """)
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST ON TESTS tests")
+    source_link, build_link = project.tmp / "link-src", project.tmp / "link-build"
+    source_link.symlink_to(project.root)
+    project.build.mkdir()
+    build_link.symlink_to(project.build)
+    with project.checked():
+        configured = project._record(cmake_configure(source_link, build_link, f"EvidenceGate_DIR={project.product}",
+                                                     env=project.env()))
+        assert configured.returncode == 0, configured.describe()
+        result = project.ctest("-L", "evidence", binary=build_link)
+        expect_never_green(project, result, "a polluter, through links")
+        ledger = project.ledger()
+        assert ledger.verdicts() == {f"{TEST_FILE}::test_pollutes": ("polluter", "block"),
+                                     f"{TEST_FILE}::test_ok": ("stable", "pass")}, str(ledger)
+        assert not [row for row in ledger.blocking_suite_rows()], str(ledger)

@@ -4,6 +4,8 @@ notification and by scan, for the same verdicts."""
 import json
 import os
 
+import pytest
+
 from conftest import LEASE_PATHS, by_test, lease_document, make_tree, only, results, run_leased, write_groups
 
 
@@ -339,6 +341,30 @@ def test_a_chmod_of_a_group_directory_is_a_change_to_the_group(gate, lease_mode)
     _, records = gate.run_records(f"--evidence-gate-lease={lease_mode}", f"--evidence-gate-groups={document}")
     assert by_test(records, "dirty") == {"test_0_clean": [], "test_1_chmod_the_base": ["db"], "test_2_clean": [],
                                          "test_3_chmod_a_subdirectory": ["db"], "test_4_both_back": ["db"]}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another user")
+def test_a_chown_of_a_member_or_a_group_directory_is_a_change_to_the_group(gate, lease_mode):
+    make_tree(gate.path, {"fixtures/db/a.sqlite": "a", "fixtures/db/deep/b.sqlite": "b"})
+    gate.pytester.makepyfile(test_owners="""
+        import os
+
+        def test_0_chown_a_member():
+            os.chown("fixtures/db/a.sqlite", 65534, 65534)
+
+        def test_1_clean():
+            pass
+
+        def test_2_chgrp_a_subdirectory():
+            os.chown("fixtures/db/deep", -1, 65534)
+
+        def test_3_clean():
+            pass
+    """)
+    document = lease_document(gate.path, [("db", "fixtures/db", r"fixtures/db/.*", -1)])
+    _, records = gate.run_records(f"--evidence-gate-lease={lease_mode}", f"--evidence-gate-groups={document}")
+    assert by_test(records, "dirty") == {"test_0_chown_a_member": ["db"], "test_1_clean": [],
+                                         "test_2_chgrp_a_subdirectory": ["db"], "test_3_clean": []}
 
 
 def test_build_trees_the_evidence_directory_and_git_are_never_group_members(gate, lease_mode):

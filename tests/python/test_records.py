@@ -4,6 +4,7 @@ record channel, the end of the session, changes outside any test."""
 import json
 import os
 import random
+import re
 import socket
 import struct
 import subprocess
@@ -94,6 +95,116 @@ def test_records_every_outcome_and_phase(gate):
     for i, (event, test) in enumerate(events):
         if event == "start":
             assert events[i + 1] == ("result", test)
+
+
+# A conftest's pytest_runtest_protocol: how it leaves the call phase out.
+UNCALLED = {
+    "returns-at-once": ("""
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            return True
+    """, r"no phase of the test ran \(no setup, call or teardown report\)"),
+    "setup-and-teardown-only": ("""
+        import pytest
+        from _pytest.runner import call_and_report
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            call_and_report(item, "setup")
+            call_and_report(item, "teardown", nextitem=nextitem)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            return True
+    """, r"^setup passed and teardown passed, but no call: "),
+    "forged-call-report": ("""
+        import pytest
+        from _pytest.reports import TestReport
+        from _pytest.runner import call_and_report
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            call_and_report(item, "setup")
+            item.ihook.pytest_runtest_logreport(report=TestReport(
+                item.nodeid, item.location, {}, "passed", None, "call", [], 0.0))
+            call_and_report(item, "teardown", nextitem=nextitem)
+            return True
+    """, r"a 'call' report said passed, but pytest_runtest_call never ran the test"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(UNCALLED))
+def test_a_test_whose_call_phase_never_ran_is_uncalled_not_passed(gate, how):
+    conftest, message = UNCALLED[how]
+    gate.pytester.makeconftest(conftest)
+    gate.pytester.makepyfile(test_a="def test_fails():\n    assert 0\n")
+    _, records = gate.run_records()
+    [result] = results(records).values()
+    assert result["outcome"] == "uncalled", result
+    assert re.search(message, result["message"]), result["message"]
+
+
+def test_a_failure_a_conftest_reports_as_a_pass_stands(gate):
+    """A pytest_runtest_makereport wrapper turns the call's failure into a pass: pytest counts a
+    pass, the record says failed, with what the test raised."""
+    gate.pytester.makeconftest("""
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            report = outcome.get_result()
+            if report.when == "call" and report.failed:
+                report.outcome, report.longrepr = "passed", None
+    """)
+    gate.pytester.makepyfile(test_a="""
+        import pytest
+
+        def test_fails():
+            assert 1 == 2, "one is not two"
+
+        def test_skips():
+            pytest.skip("not here")
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfails():
+            assert 0
+    """)
+    result, records = gate.run_records()
+    result.assert_outcomes(passed=1, skipped=1, xfailed=1)
+    got = {nodeid.split("::")[1]: (r["outcome"], r["message"]) for nodeid, r in results(records).items()}
+    assert got == {
+        "test_fails": ("failed", "AssertionError: one is not two (raised by the test; a plugin or conftest reported "
+                                 "its call as passed)"),
+        "test_skips": ("skipped", "not here"),
+        "test_xfails": ("xfailed", "known"),
+    }
+
+
+def test_a_skip_or_failure_before_the_call_is_not_uncalled(gate):
+    """Setup skipped, xfail(run=False), setup failed: pytest itself calls nothing, as it should."""
+    gate.pytester.makepyfile(test_a="""
+        import pytest
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("no")
+
+        @pytest.mark.skip(reason="later")
+        def test_skipped():
+            assert 0
+
+        @pytest.mark.xfail(run=False, reason="hangs")
+        def test_not_run():
+            assert 0
+
+        def test_setup_error(broken):
+            pass
+    """)
+    _, records = gate.run_records()
+    assert {nodeid.split("::")[1]: r["outcome"] for nodeid, r in results(records).items()} == {
+        "test_skipped": "skipped", "test_not_run": "xfailed", "test_setup_error": "error"}
 
 
 def test_session_and_end_records_append(gate):
@@ -378,8 +489,25 @@ def test_the_end_record_says_pytests_count_and_what_it_exits_with(gate):
     result, records = gate.run_records()
     assert result.ret == 1
     end = only(records, "end")
-    assert (end["exitstatus"], end["final"]) == (0, 1)
+    assert (end["exitstatus"], end["finish"], end["final"]) == (0, 1, 1)
     assert records[-1] == end
+
+
+def test_the_end_record_tells_a_change_at_unconfigure_from_one_at_session_end(gate):
+    gate.pytester.makeconftest("""
+        SESSION = []
+
+        def pytest_sessionstart(session):
+            SESSION.append(session)
+
+        def pytest_unconfigure(config):
+            SESSION[0].exitstatus = 1
+    """)
+    gate.pytester.makepyfile(test_a="def test_a(): pass\n")
+    result, records = gate.run_records()
+    assert result.ret == 1
+    end = only(records, "end")
+    assert (end["exitstatus"], end["finish"], end["final"]) == (0, 0, 1)
 
 
 def test_pytest_exit_at_session_end_is_what_the_end_record_says_it_exits_with(gate):
@@ -393,7 +521,7 @@ def test_pytest_exit_at_session_end_is_what_the_end_record_says_it_exits_with(ga
     result, records = gate.run_records()
     assert result.ret == 3
     end = only(records, "end")
-    assert (end["exitstatus"], end["final"]) == (0, 3)
+    assert (end["exitstatus"], end["finish"], end["final"]) == (0, 3, 3)
 
 
 # ------------------------------------------------------- changes outside any test

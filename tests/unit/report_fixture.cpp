@@ -55,6 +55,7 @@ LedgerRow test_row(int i, const std::vector<std::string>& columns) {
                                                 : "synthetic " + std::string(to_string(row.verdict)) + " row " + std::to_string(i);
     if (row.verdict == Verdict::order_dependent) {
         row.partner = test_id(i + 1);
+        row.partners = {test_id(i + 1)};
         row.partner_role = "polluter";
         row.reproduce = "cd /src && python3 -m pytest -p no:cacheprovider '" + test_id(i + 1) + "' '" + row.test + "'";
     }

@@ -110,3 +110,24 @@ TEST_CASE("the ledger step forgets entries registered for another collection tha
     CHECK_FALSE(entries_current(p.suite, p.entries, f));
     CHECK_FALSE(forget_stale_entries(p.suite, {"t::a"}));  // nothing left to forget
 }
+
+TEST_CASE("what the project's build puts on the path collects again when it appears or is rebuilt", "[discover]") {
+    // A DEPENDS target's file, and a module in a PYTHON_PATH_PREPEND directory, outside ROOT.
+    const std::vector<std::function<void(Project&)>> changes = {
+        [](Project& p) { write_file_atomic(p.dir.path / "out" / "geo.so", "built\n"); },
+        [](Project& p) { write_file_atomic(p.dir.path / "out" / "geo_helpers.py", ""); },
+        [](Project& p) { write_file_atomic(p.dir.path / "lib" / "libgeo.so", "built\n"); },
+    };
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+        INFO("change " << i);
+        Project p;
+        fs::create_directories(p.dir.path / "out");
+        fs::create_directories(p.dir.path / "lib");
+        p.suite.python_path_prepend = {(p.dir.path / "out").string()};
+        p.suite.depends = {{"geo", p.dir.path / "lib" / "libgeo.so"}};
+        p.remember({"t::a"});
+        CHECK(entries_current(p.suite, p.entries, p.fingerprint()));
+        changes[i](p);
+        CHECK_FALSE(entries_current(p.suite, p.entries, p.fingerprint()));
+    }
+}

@@ -250,3 +250,51 @@ TEST_CASE("a fixture file whose name is not UTF-8 is leased in valid UTF-8 JSON 
     CHECK(p.read(name) == "pristine\n");
     CHECK(fs::directory_iterator(p.root / "data")->path().filename() == "caf\xe9.txt");  // no second file beside it
 }
+
+namespace {
+
+std::string owner_of(const fs::path& path) {
+    struct stat st {};
+    ::lstat(path.c_str(), &st);
+    return std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid);
+}
+
+}  // namespace
+
+TEST_CASE("a chown of a group file, a group directory, a guarded file and a tree directory is put back", "[store]") {
+    if (::geteuid() != 0) {
+        WARN("only root gives a file to another user: nothing to check");
+        return;
+    }
+    Project p("data: data/**\n");
+    p.write("data/a.txt", "pristine\n");
+    p.write("data/sub/b.txt", "pristine\n");
+    p.write("README.txt", "the project\n");
+    p.write("docs/guide.md", "guide\n");
+    REQUIRE(::chown((p.root / "docs/guide.md").c_str(), 1, 2) == 0);  // a file that was never root's
+    fs::permissions(p.root / "data/a.txt", static_cast<fs::perms>(02755));
+    FixtureStore store(p.suite);
+    store.snapshot();
+    std::vector<FixtureChange> put_back;
+    std::string token;
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.0");
+        token = lease.token();
+        for (const char* path : {"data/a.txt", "data/sub", "README.txt", "docs", "docs/guide.md"})
+            REQUIRE(::chown((p.root / path).c_str(), 65534, 65534) == 0);
+        put_back = lease.restore();
+    }
+    for (const char* path : {"data/a.txt", "data/sub", "README.txt", "docs"}) CHECK(owner_of(p.root / path) == "0:0");
+    CHECK(owner_of(p.root / "docs/guide.md") == "1:2");
+    CHECK(mode_of(p.root / "data/a.txt") == "2755");  // the set-id bit the chown cleared is back
+    CHECK(p.read("data/a.txt") == "pristine\n");
+    std::vector<std::string> what;
+    for (const auto& change : put_back) what.push_back(change.group + ": " + change.what);
+    CHECK(sorted(what) == std::vector<std::string>{"data: restored data/a.txt", "data: restored the owner of data/sub/"});
+    const auto found = store.findings({{token, "seed.0"}});
+    REQUIRE(found.size() == 1);
+    CHECK_THAT(found.front().reason, Catch::StartsWith("seed.0 changed README.txt, docs/guide.md, owner of docs/ in the source tree"));
+    // Only the owner moved: nothing else to do at the next look.
+    FixtureStore::Lease again(store, TreeAccess::shared, "seed.1");
+    CHECK(again.restore().empty());
+}

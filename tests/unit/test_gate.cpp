@@ -43,6 +43,10 @@ const LedgerRow& row_of(const std::vector<LedgerRow>& rows, const std::string& t
     throw;
 }
 
+bool has_row(const std::vector<LedgerRow>& rows, const std::string& test) {
+    return std::any_of(rows.begin(), rows.end(), [&](const LedgerRow& row) { return row.test == test; });
+}
+
 }  // namespace
 
 TEST_CASE("a clean suite passes and every row is written", "[gate]") {
@@ -112,7 +116,15 @@ TEST_CASE("a run that saw another rootdir or unknown tests blocks", "[gate]") {
     input.runs = {moved, extra};
     const auto rows = build_ledger(input);
     CHECK_THAT(row_of(rows, "run:seed.0").reason, Catch::Contains("rootdir '/sub'"));
-    CHECK_THAT(row_of(rows, "run:seed.1").reason, Catch::Contains("t::new"));
+    CHECK(row_of(rows, "run:seed.1").reason ==
+          "the receipt lacks tests pytest collected in this run, so no run planned them: t::new (added since the receipt "
+          "was taken, or collected in runs only)");
+    // A test a hook took out of the receipt's collection: the row says who.
+    input.receipt.deselected = {{"t::new", "conftest.py:8 (pytest_collection_modifyitems)"}};
+    CHECK(row_of(build_ledger(input), "run:seed.1").reason ==
+          "the receipt lacks tests pytest collected in this run, so no run planned them: t::new (deselected in the "
+          "receipt's collection by conftest.py:8 (pytest_collection_modifyitems); in this run evidence-gate's order "
+          "left it out, and the hook came after it)");
 }
 
 TEST_CASE("collection errors, an empty collection and a shrunken baseline block", "[gate]") {
@@ -262,10 +274,31 @@ TEST_CASE("options that thin the run warn; options under which no test is called
     CHECK(row_of(rows, "thinning").warning);
     CHECK(row_of(rows, "thinning").gate == Gate::pass);
     CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-o python_functions=test_ok (PYTEST_ADDOPTS)"));
+    CHECK_THAT(row_of(rows, "thinning").reason, !Catch::Contains("deselected"));
     input.receipt.hollow = {"--setup-only (PYTEST_ARGS)"};
     rows = receipt_rows(input);
     CHECK(row_of(rows, "options").gate == Gate::block);
     CHECK_THAT(row_of(rows, "options").reason, Catch::Contains("--setup-only (PYTEST_ARGS)"));
+}
+
+TEST_CASE("tests hooks took out of the receipt's collection warn, naming who, and PYTEST_PLUGINS", "[gate]") {
+    auto input = input_for({"t::b"});
+    CHECK_FALSE(has_row(receipt_rows(input), "thinning"));
+    input.receipt.pytest_plugins = {"thinplug"};
+    CHECK_FALSE(has_row(receipt_rows(input), "thinning"));  // loaded, but nothing thinned
+    input.receipt.deselected = {{"t::a", "conftest.py:4 (pytest_collection_modifyitems)"},
+                                {"t::c", "thinplug (pytest_collection_modifyitems)"},
+                                {"t::d", ""},
+                                {"t::e", "conftest.py:4 (pytest_collection_modifyitems)"}};
+    const auto rows = receipt_rows(input);
+    const auto& row = row_of(rows, "thinning");
+    CHECK(row.warning);
+    CHECK(row.gate == Gate::pass);
+    CHECK(row.reason ==
+          "warning: 4 test(s) deselected in the receipt's collection: t::a, t::e by conftest.py:4 "
+          "(pytest_collection_modifyitems); t::c by thinplug (pytest_collection_modifyitems), a plugin PYTEST_PLUGINS "
+          "loads; t::d by a hook that took it out of the items without pytest_deselected; PYTEST_PLUGINS in the "
+          "environment loads thinplug (a baseline catches what they drop)");
 }
 
 TEST_CASE("quarantine entries for no collected test, or dated more than a year ahead, warn with file and line", "[gate]") {
@@ -290,12 +323,12 @@ TEST_CASE("quarantine entries for no collected test, or dated more than a year a
     CHECK(print_gate(out, "s", rows, 1) == 0);
 }
 
-TEST_CASE("tests skipped in every run for a reason that points at the sandboxed home or temp dir warn", "[gate]") {
+TEST_CASE("every test skipped in every run is named, those whose reason points at the sandbox apart", "[gate]") {
     const std::vector<std::string> ids = {"t::ini", "t::tilde", "t::env", "t::platform", "t::sometimes", "t::tmp", "t::brew"};
     auto input = input_for(ids);
     input.home = "/home/ana";
     input.receipt.sandbox_dir = "/b/evidence/s/sandbox";
-    input.receipt.sandboxed = {"HOME", "TMPDIR"};
+    input.receipt.sandboxed = {"HOME", "TMPDIR", "XDG_CONFIG_HOME"};
     RunMatrix runs;
     for (const char* seed : {"seed.0", "seed.1"}) {
         auto r = finished_run(seed, ids, {});
@@ -319,19 +352,75 @@ TEST_CASE("tests skipped in every run for a reason that points at the sandboxed 
     CHECK(sandbox.warning);
     CHECK(sandbox.gate == Gate::pass);
     CHECK(sandbox.suite_scope);
-    CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 4 test(s) skipped in every run"));
-    for (const char* named : {"t::ini", "t::tilde", "t::env", "t::tmp", "'/home/ana'"}) CHECK_THAT(sandbox.reason, Catch::Contains(named));
-    for (const char* unnamed : {"t::platform", "t::sometimes", "t::brew"}) CHECK_THAT(sandbox.reason, !Catch::Contains(unnamed));
+    CHECK_THAT(sandbox.reason, Catch::StartsWith("warning: 6 test(s) skipped in every run"));
+    CHECK(sandbox.tests == std::vector<std::string>{"t::ini", "t::tilde", "t::env", "t::platform", "t::tmp", "t::brew"});
+    CHECK_THAT(sandbox.reason, Catch::Contains("t::platform ('not on this platform')"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("every run has its own empty HOME, TMPDIR, XDG_CONFIG_HOME (below '/b/evidence/s/sandbox')"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("4 of them for a reason that points at the home or temp dir (t::ini, t::tilde, t::env, t::tmp)"));
+    CHECK_THAT(sandbox.reason, Catch::Contains("your own HOME ('/home/ana')"));
+    CHECK_THAT(sandbox.reason, !Catch::Contains("t::sometimes"));
+    CHECK_THAT(ledger_jsonl({sandbox}), Catch::Contains(R"("tests":["t::ini","t::tilde","t::env","t::platform","t::tmp","t::brew"])"));
     // Suite rows come first: the sandbox row sits before the first test row.
     const auto at = std::find_if(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; });
     CHECK(std::all_of(rows.begin(), at, [](const LedgerRow& r) { return r.suite_scope; }));
 
-    // A suite that pins HOME with ENVIRONMENT: skips about the home directory are its own doing.
+    // A suite that pins HOME with ENVIRONMENT: the tests are still named, and a skip about the
+    // home directory is its own doing.
     input.receipt.sandboxed = {"TMPDIR"};
     rows = build_ledger(input);
-    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::StartsWith("warning: 2 test(s)") && Catch::Contains("t::tmp"));
+    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::StartsWith("warning: 6 test(s)") &&
+                                                   Catch::Contains("2 of them for a reason that points at the home or temp dir (t::ini, t::tmp)"));
     input.receipt.sandboxed = {};
     input.receipt.sandbox_dir = "/elsewhere";
     rows = build_ledger(input);
-    CHECK(std::none_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.test == "sandbox"; }));
+    CHECK_THAT(row_of(rows, "sandbox").reason, Catch::Contains("the suite pins what the sandbox would replace") &&
+                                                   !Catch::Contains("points at") && !Catch::Contains("plain pytest"));
+}
+
+TEST_CASE("a test skipped in every run of this machine is named, one that ran here once is not", "[gate]") {
+    auto input = input_for({"t::local", "t::perturbed"});
+    auto seed = finished_run("seed.0", {"t::local", "t::perturbed"}, {{"t::local", "skipped"}, {"t::perturbed", "skipped"}});
+    auto perturbed = finished_run("perturbed", {"t::local", "t::perturbed"}, {{"t::local", "skipped"}, {"t::perturbed", "failed"}});
+    perturbed.plan.column = Column::perturbed;
+    auto runner = finished_run("ci", {"t::local", "t::perturbed"}, {{"t::local", "passed"}, {"t::perturbed", "passed"}});
+    runner.plan.column = Column::runner;
+    RunMatrix runs;
+    for (auto* r : {&seed, &perturbed, &runner}) runs.add(std::move(*r));
+    input.runs = std::move(runs);
+    const auto rows = build_ledger(input);
+    CHECK(row_of(rows, "sandbox").tests == std::vector<std::string>{"t::local"});  // another machine's home is not ours
+}
+
+TEST_CASE("env_sensitive markers dated more than a year ahead warn, as quarantine entries do", "[gate]") {
+    auto input = input_for({"t::far", "t::near", "t::bad", "t::none"});
+    input.receipt.tests[0].env_sensitive = EnvSensitive{"9999-12-31", "qa", "TZ"};
+    input.receipt.tests[1].env_sensitive = EnvSensitive{"2027-06-01", "qa", "TZ"};  // a year and no more
+    input.receipt.tests[2].env_sensitive = EnvSensitive{"someday", "qa", ""};
+    input.runs = {finished_run("seed.0", {"t::far", "t::near", "t::bad", "t::none"},
+                               {{"t::far", "passed"}, {"t::near", "passed"}, {"t::bad", "passed"}, {"t::none", "passed"}})};
+    input.expected_runs = {"seed.0"};
+    const auto rows = build_ledger(input);
+    const auto& far = row_of(rows, "env_sensitive:t::far");
+    CHECK(far.warning);
+    CHECK(far.gate == Gate::pass);
+    CHECK_THAT(far.reason, Catch::Contains("'t::far' (until 9999-12-31, owner qa) is dated more than a year after today (2026-06-01)"));
+    for (const char* quiet : {"env_sensitive:t::near", "env_sensitive:t::bad", "env_sensitive:t::none"})
+        CHECK(std::none_of(rows.begin(), rows.end(), [&](const LedgerRow& r) { return r.test == quiet; }));
+    std::ostringstream out;
+    CHECK(print_gate(out, "s", rows, 1) == 0);
+    CHECK_THAT(out.str(), Catch::Contains("WARN env_sensitive:t::far: "));
+}
+
+TEST_CASE("a config chosen by an option blocks the receipt naming the option, a stray one as a stray", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.receipt.configfile = "/src/ci.ini";
+    input.receipt.expected_configfile = "/src/pytest.ini";
+    CHECK_THAT(row_of(receipt_rows(input), "receipt").reason, Catch::Contains("a stray config file re-rooted collection"));
+    input.receipt.thinning = {"-k fast (PYTEST_ARGS)", "-c ci.ini (PYTEST_ADDOPTS)"};
+    const auto rows = receipt_rows(input);
+    CHECK(row_of(rows, "receipt").gate == Gate::block);
+    CHECK_THAT(row_of(rows, "receipt").reason, Catch::Contains("an option chose another config, and with it other tests: "
+                                                               "-c ci.ini (PYTEST_ADDOPTS)") &&
+                                                   !Catch::Contains("-k fast"));
+    CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-c ci.ini (PYTEST_ADDOPTS)"));
 }

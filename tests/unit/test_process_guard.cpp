@@ -28,12 +28,13 @@ struct Heard {
 };
 
 RunRecords process(const std::vector<std::string>& started, const std::map<std::string, std::string>& outcomes,
-                   std::vector<int> ends = {0}, std::vector<int> finals = {}) {
+                   std::vector<int> ends = {0}, std::vector<int> finals = {}, std::vector<int> finishes = {}) {
     RunRecords r;
     r.started = started;
     for (const auto& [test, outcome] : outcomes) r.results[test].outcome = outcome;
     r.exit_statuses = std::move(ends);
     r.final_statuses = finals.empty() ? r.exit_statuses : std::move(finals);
+    r.finish_statuses = std::move(finishes);
     r.processes_ended = static_cast<int>(r.exit_statuses.size());
     return r;
 }
@@ -205,6 +206,17 @@ TEST_CASE("pytest's exit status must be the one its results call for", "[process
     CHECK(exit_status_problem(process({"t::a", "t::b"}, {{"t::a", "failed"}, {"t::b", "error"}}, {1}, {0}), exited(0)) ==
           std::string("a pytest_sessionfinish hook changed pytest's exit status from 1 to 0 while its records say t::a "
                       "failed (and 1 more) (status 1)"));
+    // The plugin says the status after pytest_sessionfinish and after the conftests' pytest_unconfigure:
+    // the phase that changed it is named.
+    CHECK(exit_status_problem(process({"t::a"}, {{"t::a", "passed"}}, {0}, {1}, {1}), exited(1)) ==
+          std::string("a pytest_sessionfinish hook changed pytest's exit status from 0 to 1 while its records say every "
+                      "test it ran passed, skipped or xfailed (status 0)"));
+    CHECK(exit_status_problem(process({"t::a"}, {{"t::a", "passed"}}, {0}, {1}, {0}), exited(1)) ==
+          std::string("a pytest_unconfigure hook changed pytest's exit status from 0 to 1 while its records say every "
+                      "test it ran passed, skipped or xfailed (status 0)"));
+    CHECK(exit_status_problem(process({"t::a"}, {{"t::a", "failed"}}, {1}, {0}, {1}), exited(0)) ==
+          std::string("a pytest_unconfigure hook changed pytest's exit status from 1 to 0 while its records say t::a "
+                      "failed (status 1)"));
     CHECK_THAT(*exit_status_problem(process({"t::a"}, {{"t::a", "passed"}}, {2}), exited(2)),
                Catch::StartsWith("pytest ended its session with exit status 2 while its records say every test"));
     CHECK_THAT(*exit_status_problem(passed, exited(4)),

@@ -93,7 +93,10 @@ TEST_CASE("options that drop conftest files, reroute collection or retry failure
     // Plugins every run blocks anyway; a warnings filter adds to the project's, it does not replace them.
     CHECK(thinning_options({"-p", "no:cacheprovider", "-pno:randomly", "-p", "no:random_order", "-W", "ignore"}).empty());
     // Incomplete runs block already; these do not thin silently.
-    CHECK(thinning_options({"-x", "--maxfail=2", "--maxfail", "3", "--exitfirst", "-c", "other.ini"}).empty());
+    CHECK(thinning_options({"-x", "--maxfail=2", "--maxfail", "3", "--exitfirst"}).empty());
+    // Another config file or rootdir is another suite (its python_files, testpaths, addopts).
+    CHECK(thinning_options({"-c", "other.ini", "--config-file=ci.toml", "--inifile", "x.ini", "--rootdir", "sub"}) ==
+          std::vector<std::string>{"-c other.ini", "--config-file ci.toml", "--inifile x.ini", "--rootdir sub"});
     // A long option is never matched by a prefix: --ignorex is not --ignore.
     CHECK(thinning_options({"--ignorex", "--deselected=x"}).empty());
 }

@@ -304,3 +304,35 @@ TEST_CASE("write_reports writes report.html and report.md", "[report]") {
     CHECK(read_file(dir / "report.md") == report_markdown(f.in()));
     fs::remove_all(dir);
 }
+
+TEST_CASE("a reproduce command is one line of its own below its row, with a copy button", "[report]") {
+    Fixture f;
+    const auto blocking = section(report_html(f.in()), "blocking");
+    const auto row = blocking.find("<tr class=\"gb has-cmd\"><td class=id>t::blocks</td>");
+    REQUIRE(row != std::string::npos);
+    const auto command = blocking.find("<tr class=\"cmdrow gb\"><td colspan=4><div class=repro><span class=tag>reproduce</span>"
+                                       "<code class=\"cmd\">cd /src &amp;&amp; python3 -m pytest");
+    CHECK(command > row);
+    CHECK(blocking.find("</tr>", row) < command);  // its own row, spanning the table: not a narrow column
+    CHECK_THAT(blocking, Catch::Contains("</code><button type=button class=copy>copy</button></div></td></tr>"));
+    CHECK(blocking.find("<th>reproduce</th>") == std::string::npos);
+    CHECK_THAT(std::string(assets::report_css), Catch::Contains(".repro code.cmd{flex:1 1 0;width:0;min-width:0;white-space:pre;"));
+}
+
+TEST_CASE("the heat map shows a blocking row's partners next to it, not folded away with the passing tests", "[report]") {
+    Fixture f;
+    f.rows.push_back(row("t::other", "stable", "pass", {{"seed.0", "passed"}, {"seed.1", "passed"}}));
+    f.rows.push_back(row("t::polluter", "stable", "pass", {{"seed.0", "passed"}, {"seed.1", "passed"}}));
+    f.rows[3].partners = {"t::polluter"};
+    const auto heat = section(report_html(f.in()), "heatmap");
+    const auto blocked = heat.find(">t::blocks</td>");
+    const auto partner = heat.find(">t::polluter</td>");
+    REQUIRE(partner != std::string::npos);
+    CHECK(blocked < partner);
+    CHECK(partner < heat.find(">t::deferred</td>"));
+    CHECK(partner < heat.find("<details>"));
+    CHECK(heat.find(">t::polluter</td>", partner + 1) == std::string::npos);  // once
+    CHECK_THAT(heat, Catch::Contains("<tr class=partner><td class=k>"));
+    CHECK_THAT(heat, Catch::Contains("<span class=\"tag\">partner: polluter of the row above</span>"));
+    CHECK_THAT(heat, Catch::Contains("<summary>2 passing tests (stable or skipped)</summary>"));
+}

@@ -157,7 +157,10 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
         R"({"event":"session","rootdir":"/r"})" "\n"
         R"({"event":"foreign","pid":7,"reason":"a process forked during t::y (pid 7) wrote a result record"})" "\n"
         R"({"event":"order","reason":"t::b ran 1st, planned 2nd"})" "\n"
-        R"({"event":"outside","phase":"exit","changed":["data"]})" "\n",
+        R"({"event":"outside","phase":"exit","changed":["data"]})" "\n"
+        R"({"event":"outside","phase":"fixture teardown","fixture":"server","scope":"session","location":"conftest.py:4","test":"t::z","changed":["data"]})" "\n"
+        R"({"event":"outside","phase":"fixture setup","fixture":"db","scope":"module","location":null,"test":null,"changed":["db"]})" "\n"
+        R"({"event":"end","exitstatus":0,"finish":0,"final":1})" "\n",
         "seed.0.jsonl");
     std::vector<std::string> shown;
     for (const auto& d : run.doubts) shown.push_back(d.check + "@" + std::to_string(d.process) + ": " + d.reason);
@@ -172,9 +175,14 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
                        "foreign@2: a process forked during t::y (pid 7) wrote a result record",
                        "order@2: t::b ran 1st, planned 2nd",
                        "outside@2: fixture group 'data' changed outside any test, after pytest's session ended (an "
-                       "atexit handler, or a thread or process still running)"});
-    CHECK(run.final_statuses == std::vector<int>{1});
-    CHECK(run.changed_outside == std::vector<std::string>{"data", "db", "data"});
+                       "atexit handler, or a thread or process still running)",
+                       "outside@2: fixture group 'data' changed outside any test, at the teardown of session-scoped "
+                       "fixture 'server' (conftest.py:4), in t::z (not blamed on it)",
+                       "outside@2: fixture group 'db' changed outside any test, at the setup of module-scoped fixture "
+                       "'db', at session end"});
+    CHECK(run.final_statuses == std::vector<int>{1, 1});
+    CHECK(run.finish_statuses == std::vector<int>{0});
+    CHECK(run.changed_outside == std::vector<std::string>{"data", "db", "data", "data", "db"});
     CHECK(run.results.at("t::y").dirty.empty());
     CHECK_THROWS_WITH(parse_run_records(R"({"event":"outside","changed":[]})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'phase'");
     CHECK_THROWS_WITH(parse_run_records(R"({"event":"order"})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'reason'");

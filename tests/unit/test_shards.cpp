@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
 #include "inputs/shards.hpp"
+#include "runs/receipt_sources.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -12,23 +14,26 @@ using evgate::test::TempDir;
 
 namespace {
 
-// A shard's evidence directory holding a receipt of the suite "s" at commit "abc".
-fs::path shard_dir(const fs::path& base, const std::string& spec, const std::string& git) {
+// A listing of two files, the second with `content`.
+Sources listing(const std::string& content, const std::string& extra = "") {
+    Sources sources;
+    sources.files = {{"tests/test_a.py", "sha256:" + content + " 644"}, {"tests/test_b.py", "sha256:b 644"}};
+    if (!extra.empty()) sources.files.push_back({extra, "sha256:x 644"});
+    std::sort(sources.files.begin(), sources.files.end(), [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+    sources.digest = sources_digest(sources.files);
+    return sources;
+}
+
+// A shard's evidence directory holding a receipt of the suite "s" at commit "abc", taken over
+// `sources` (its listing in sources.json unless `with_listing` is false).
+fs::path shard_dir(const fs::path& base, const std::string& spec, const std::optional<Sources>& sources, bool with_listing = true) {
     const auto dir = base / ("shard-" + spec.substr(0, 1));
     fs::create_directories(dir);
     std::ofstream(dir / "receipt.json") << R"({"rootdir": "/src", "suite": "s", "shard": ")" << spec
-                                        << R"(", "tests": [{"id": "t::a"}], "git": )" << git << "}\n";
+                                        << R"(", "tests": [{"id": "t::a"}], "git": {"head": "abc", "dirty": []})"
+                                        << (sources ? R"(, "sources": {"digest": ")" + sources->digest + "\"}" : "") << "}\n";
+    if (sources && with_listing) std::ofstream(dir / "sources.json") << sources_json(*sources);
     return dir;
-}
-
-Receipt merging(const std::vector<std::string>& dirty, const std::string& digest) {
-    Receipt receipt;
-    receipt.rootdir = "/src";
-    receipt.tests = {{"t::a", false, {}, std::nullopt}};
-    receipt.git_head = "abc";
-    receipt.git_dirty = dirty;
-    receipt.git_digest = digest;
-    return receipt;
 }
 
 // EVIDENCE_GATE_SHARDS for the length of a test.
@@ -37,9 +42,19 @@ struct Shards {
     ~Shards() { ::unsetenv("EVIDENCE_GATE_SHARDS"); }
 };
 
-std::string problems_text(const Receipt& receipt) {
+// What shard_problems says of the shards to a merging job whose receipt was taken over `ours`
+// (its listing in `evidence`).
+std::string problems_text(const fs::path& evidence, const Sources& ours) {
+    fs::create_directories(evidence);
+    std::ofstream(evidence / "sources.json") << sources_json(ours);
     SuiteConfig suite;
     suite.name = "s";
+    suite.evidence_dir = evidence;
+    Receipt receipt;
+    receipt.rootdir = "/src";
+    receipt.tests = {{"t::a", false, {}, std::nullopt}};
+    receipt.git_head = "abc";
+    receipt.sources_digest = ours.digest;
     std::string text;
     for (const auto& [dir, why] : shard_problems(suite, receipt)) text += why + "\n";
     return text;
@@ -47,36 +62,47 @@ std::string problems_text(const Receipt& receipt) {
 
 }  // namespace
 
-TEST_CASE("shards over the same commit, dirty files and content are pooled", "[shards]") {
+TEST_CASE("shards taken over the same sources are pooled", "[shards]") {
     TempDir t;
-    const std::string git = R"({"head": "abc", "dirty": [" M a.py"], "digest": "sha256:1"})";
-    const Shards env(shard_dir(t.path, "1/2", git).string() + ";" + shard_dir(t.path, "2/2", git).string());
-    CHECK(problems_text(merging({" M a.py"}, "sha256:1")).empty());
-    CHECK(problems_text(merging({"M  a.py"}, "sha256:1")).empty());  // staged or not: the same work tree
+    const auto same = listing("a");
+    const Shards env(shard_dir(t.path, "1/2", same).string() + ";" + shard_dir(t.path, "2/2", same).string());
+    CHECK(problems_text(t.path / "merge", same).empty());
 }
 
-TEST_CASE("a shard that ran over other uncommitted changes blocks, naming the files", "[shards]") {
+TEST_CASE("a shard taken over other sources blocks, naming the files", "[shards]") {
     TempDir t;
-    const auto clean = shard_dir(t.path, "1/2", R"({"head": "abc", "dirty": [], "digest": "sha256:0"})");
-    const auto other = shard_dir(t.path, "2/2", R"({"head": "abc", "dirty": ["?? new.py", " M a.py"], "digest": "sha256:2"})");
-    const Shards env(clean.string() + ";" + other.string());
-    const auto text = problems_text(merging({" M a.py"}, "sha256:1"));
-    CHECK_THAT(text, Catch::Contains("dirty only there: none; dirty only here: 'a.py'"));
-    CHECK_THAT(text, Catch::Contains("dirty only there: 'new.py'; dirty only here: none"));
-}
-
-TEST_CASE("a shard whose uncommitted files held other content blocks, with both digests", "[shards]") {
-    TempDir t;
-    const std::string before = R"({"head": "abc", "dirty": [" M tests/test_a.py"], "digest": "sha256:before"})";
+    const auto before = listing("a", "tests/test_gone.py");
     const Shards env(shard_dir(t.path, "1/2", before).string() + ";" + shard_dir(t.path, "2/2", before).string());
-    const auto text = problems_text(merging({" M tests/test_a.py"}, "sha256:after"));
-    CHECK_THAT(text, Catch::Contains("other content in the uncommitted files ('tests/test_a.py')"));
-    CHECK_THAT(text, Catch::Contains("digest sha256:before there, sha256:after here"));
+    const auto text = problems_text(t.path / "merge", listing("edited", "tests/test_new.py"));
+    CHECK_THAT(text, Catch::Contains("the shard ran over other sources than this tree: changed since: 'tests/test_a.py'; "
+                                     "only here: 'tests/test_new.py'; only there: 'tests/test_gone.py'"));
 }
 
-TEST_CASE("a shard receipt without a digest (an older evgate) is not taken for the same sources", "[shards]") {
+TEST_CASE("a shard whose listing is gone or does not hold its digest blocks with both digests", "[shards]") {
     TempDir t;
-    const std::string old = R"({"head": "abc", "dirty": []})";
-    const Shards env(shard_dir(t.path, "1/1", old).string());
-    CHECK_THAT(problems_text(merging({}, "sha256:clean")), Catch::Contains("(none recorded) there"));
+    const auto before = listing("a");
+    auto forged = listing("edited");
+    forged.digest = before.digest;  // a listing edited after the receipt: not the one digested
+    const auto without = shard_dir(t.path, "1/2", before, false);
+    const auto edited = shard_dir(t.path, "2/2", before, false);
+    std::ofstream(edited / "sources.json") << sources_json(forged);
+    const Shards env(without.string() + ";" + edited.string());
+    const auto ours = listing("edited");
+    const auto text = problems_text(t.path / "merge", ours);
+    CHECK_THAT(text, Catch::Contains("(sources digest " + before.digest + " there, " + ours.digest + " here)"));
+    CHECK_THAT(text, !Catch::Contains("changed since"));
+}
+
+TEST_CASE("a shard receipt without a digest of its sources (an older evgate) is not taken for the same sources", "[shards]") {
+    TempDir t;
+    const Shards env(shard_dir(t.path, "1/1", std::nullopt).string());
+    CHECK_THAT(problems_text(t.path / "merge", listing("a")), Catch::Contains("records no digest of the sources it ran over"));
+}
+
+TEST_CASE("the evidence a job is handed is no part of its sources", "[shards]") {
+    const evgate::test::Env shards("EVIDENCE_GATE_SHARDS", std::string("/ci/shards/1;/ci/shards/2"));
+    const evgate::test::Env bundles("EVIDENCE_GATE_RUNNER_BUNDLES", std::string("/ci/runner.xml"));
+    const evgate::test::Env history("EVIDENCE_GATE_HISTORY", std::string("/ci/history"));
+    const evgate::test::Env compare("EVIDENCE_GATE_COMPARE", std::nullopt);
+    CHECK(handed_evidence() == std::vector<fs::path>{"/ci/shards/1", "/ci/shards/2", "/ci/runner.xml", "/ci/history"});
 }

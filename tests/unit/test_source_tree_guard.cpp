@@ -36,7 +36,7 @@ TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod ar
     p.write("README.txt", "the project\n");
     p.write("docs/guide.md", "guide\n");
     p.write("src/tool.py", "print('tool')\n");
-    p.write(".hidden/cache", "not guarded outside git\n");
+    p.write(".mypy_cache/cache", "a tool's cache: nobody's\n");
     FixtureStore store(p.suite);
     store.snapshot();
     std::string token;
@@ -49,7 +49,7 @@ TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod ar
         p.write("notes/left.txt", "a file a test left\n");
         p.write("scratch.db", "created and deleted again\n");
         fs::remove(p.root / "scratch.db");
-        p.write(".hidden/new", "inside a hidden directory\n");
+        p.write(".mypy_cache/new", "inside a tool's cache\n");
         CHECK(lease.restore().empty());  // nothing in the groups
     }
     CHECK(p.read("README.txt") == "the project\n");
@@ -64,13 +64,47 @@ TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod ar
     CHECK(found[0].dirty == std::vector<std::string>{"(source tree)"});
     CHECK(found[1].check == "tree:left");
     CHECK_THAT(found[1].reason, Catch::Contains("notes/left.txt (after seed.3)") && !Catch::Contains("scratch.db") &&
-                                    !Catch::Contains(".hidden") && Catch::Contains(p.root.string()));
+                                    !Catch::Contains(".mypy_cache") && Catch::Contains(p.root.string()));
     const auto kept = found[0].reason.substr(found[0].reason.find("kept in ") + 8);
     CHECK(Project::slurp(fs::path(kept.substr(0, kept.size() - 1)) / "README.txt") == "edited by a test\n");
     fs::remove_all(p.root / "notes");  // deleted again before the ledger: it was scratch after all
     CHECK(store.findings({{token, "seed.3"}}).size() == 1);
     Receipt receipt;
     CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
+}
+
+TEST_CASE("outside git, hidden directories are guarded too, but never version control, caches and environments", "[store]") {
+    Project p("data: data/*\n");
+    p.write("data/a.txt", "pristine\n");
+    p.write(".config/app.toml", "mode = \"prod\"\n");
+    p.write(".env", "DEBUG=0\n");
+    const std::vector<std::string> nobodys = {".venv/lib/site.py", ".tox/py3/log.txt", ".nox/s/log.txt", ".eggs/e.egg",
+                                              ".pytest_cache/v/x", ".ruff_cache/x", "__pycache__/m.pyc", "src/__pycache__/m.pyc",
+                                              ".hg/store", ".svn/entries"};
+    p.write(".venv/pyvenv.cfg", "home = /usr/bin\n");
+    for (const auto& path : nobodys) p.write(path, "as the tool wrote it\n");
+    FixtureStore store(p.suite);
+    store.snapshot();
+    std::string token;
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.1");
+        token = lease.token();
+        p.write(".config/app.toml", "mode = \"test\"\n");
+        p.write(".env", "DEBUG=1\n");
+        p.write(".config/new.toml", "left by a test\n");
+        for (const auto& path : nobodys) p.write(path, "rewritten by its tool\n");
+        p.write(".venv/lib/new.py", "installed\n");
+        p.write(".mypy_cache/new", "a new cache\n");
+        lease.restore();
+    }
+    CHECK(p.read(".config/app.toml") == "mode = \"prod\"\n");
+    CHECK(p.read(".env") == "DEBUG=0\n");
+    for (const auto& path : nobodys) CHECK(p.read(path) == "rewritten by its tool\n");  // never put back
+    const auto found = store.findings({{token, "seed.1"}});
+    REQUIRE(found.size() == 2);
+    CHECK_THAT(found[0].reason, Catch::StartsWith("seed.1 changed .config/app.toml, .env in the source tree"));
+    CHECK_THAT(found[1].reason, Catch::Contains(".config/new.toml (after seed.1)") && !Catch::Contains(".venv") &&
+                                    !Catch::Contains(".mypy_cache"));
 }
 
 TEST_CASE("a run whose tests only create and delete scratch files beside the sources touched the tree", "[store]") {

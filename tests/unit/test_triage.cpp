@@ -69,6 +69,19 @@ TEST_CASE("a run that died in the test makes it interrupted; no result makes it 
     CHECK(classify({}).verdict == Verdict::missing);
 }
 
+TEST_CASE("a test whose call phase never ran is missing, never stable, and the row says why", "[triage]") {
+    auto uncalled = seed(1, "uncalled");
+    uncalled.message = "its call phase never ran (setup passed, teardown passed)";
+    const auto c = classify({seed(0, "passed"), uncalled});
+    CHECK(c.verdict == Verdict::missing);
+    CHECK(c.reason == "collected, but its call phase never ran in seed.1: its call phase never ran (setup passed, teardown passed)");
+    CHECK(classify({seed(0, "uncalled"), seed(1, "uncalled")}).verdict == Verdict::missing);
+    CHECK(classify({seed(0, "missing"), seed(1, "uncalled")}).reason ==
+          "collected, but no result in seed.0; its call phase never ran in seed.1");
+    // A failure elsewhere does not hide it: missing outranks failing.
+    CHECK(classify({seed(0, "failed"), seed(1, "uncalled")}).verdict == Verdict::missing);
+}
+
 TEST_CASE("priority: the first verdict wins and the others are kept", "[triage]") {
     const auto c = classify({attempt("seed.0", "seed.0", "passed", {"db"}), seed(1, "interrupted"), seed(2, "failed")});
     CHECK(c.verdict == Verdict::polluter);
@@ -91,4 +104,24 @@ TEST_CASE("passing in some orders and skipped in others never failed: stable, no
     CHECK(c.verdict == Verdict::stable);
     CHECK_THAT(c.reason, Catch::Contains("skipped in seed.1"));
     CHECK(classify({seed(0, "failed"), seed(1, "skipped")}).verdict == Verdict::order_dependent);
+}
+
+TEST_CASE("a failure seen only beside other runs, gone when they were done again alone, is flaky and says so", "[triage]") {
+    auto beside = seed(2, "failed");
+    beside.beside = true;
+    const auto apart = attempt("seed.2.apart", "seed.2", "passed");
+    const auto c = classify({seed(0, "passed"), seed(1, "passed"), beside, apart});
+    CHECK(c.verdict == Verdict::flaky);  // never stable: the redo adds evidence, it does not take any back
+    CHECK_THAT(c.reason, Catch::Contains("failed only in runs that went beside other runs (seed.2)") &&
+                             Catch::Contains("collide with another copy of itself"));
+    // The failure seen again alone: a plain order dependence, no word about runs side by side.
+    const auto again = classify({seed(0, "passed"), seed(1, "passed"), beside, attempt("seed.2.apart", "seed.2", "failed")});
+    CHECK(again.verdict == Verdict::order_dependent);
+    CHECK_THAT(again.reason, !Catch::Contains("beside"));
+    // A perturbed failure beside others, passing alone: still a gap, with the same word.
+    auto perturbed = remote("perturbed", "failed", Column::perturbed);
+    perturbed.beside = true;
+    const auto gap = classify({seed(0, "passed"), perturbed, remote("perturbed.apart", "passed", Column::perturbed)});
+    CHECK(gap.verdict == Verdict::portability_gap);
+    CHECK_THAT(gap.reason, Catch::Contains("went beside other runs (perturbed)"));
 }

@@ -64,17 +64,24 @@ TEST_CASE("a damaged store is an error naming it, never a verdict", "[verdict_st
     CHECK_THROWS_WITH(find_verdict(file, "t::a"), Catch::EndsWith("it is cut short"));
 }
 
-TEST_CASE("an entry prints its verdict, and fails saying why when there is none", "[verdict_store]") {
+TEST_CASE("an entry prints its verdict with its exit status, and fails saying why when there is none", "[verdict_store]") {
     TempDir dir;
-    const auto file = written(dir, {{"t::a", "block: failing: fails in every run (8 runs)\n  seed.0: failed\n"}});
+    const auto file = written(dir, {{"t::a", "1\nfailing: fails in every run (8 runs)\n  seed.0: failed\n"},
+                                    {"t::s", "77\nskipped: skipped in every run\n"},
+                                    {"t::old", "block: failing: a record without a status\n"}});
     const auto found = entry_output(file, "t::a");
-    CHECK(found.status == 0);
-    CHECK(found.text == "block: failing: fails in every run (8 runs)\n  seed.0: failed\n");
+    CHECK(found.status == 1);
+    CHECK(found.text == "failing: fails in every run (8 runs)\n  seed.0: failed\n");
+    CHECK(entry_output(file, "t::s").status == 77);
+    const auto old = entry_output(file, "t::old");
+    CHECK(old.status == 1);
+    CHECK_THAT(old.text, Catch::StartsWith("no verdict: the store's record of t::old has no exit status"));
 
     const auto gone = entry_output(file, "t::renamed");
     CHECK(gone.status == 1);
     CHECK_THAT(gone.text, Catch::StartsWith("no verdict: t::renamed has no row in the ledger") &&
-                              Catch::Contains("does not collect it any more"));
+                              Catch::Contains("does not collect it any more") &&
+                              Catch::Contains("<CTestDetails>no verdict: no longer collected</CTestDetails>"));
     const auto none = entry_output(dir.path / "absent.store", "t::a");
     CHECK(none.status == 1);
     CHECK_THAT(none.text, Catch::Contains("does not exist: the suite's ledger step has not run"));

@@ -5,6 +5,7 @@
 
 #include "cli/spellcheck.hpp"
 #include "runs/ctest_claim.hpp"
+#include "runs/search_paths.hpp"
 
 namespace po = boost::program_options;
 
@@ -49,6 +50,7 @@ po::variables_map parse(const Args& args, const Options& accepted) {
 Invocation::Invocation(po::variables_map options, Loads loads) : options_(std::move(options)) {
     if (loads == Loads::nothing) return;
     suite_ = load_suite_config(get<std::string>("suite"));
+    export_search_paths(*suite_);  // before anything starts a process
     claim_for_ctest(suite_->evidence_dir);  // before anything in it is read or written
     if (loads == Loads::suite) return;
     receipt_ = load_receipt(suite_->receipt_file());

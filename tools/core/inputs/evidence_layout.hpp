@@ -20,6 +20,7 @@ inline constexpr char kDiscoverFingerprint[] = "discover.fingerprint";  // what 
 // --- The invocation's inputs and what it recorded of them ----------------------------------------
 inline constexpr char kCtestClaim[] = "ctest.claim";                    // the ctest invocation that holds the directory
 inline constexpr char kReceipt[] = "receipt.json";                      // what pytest collected and used, with its digest
+inline constexpr char kSources[] = "sources.json";                      // every source file the receipt was taken over, digested
 inline constexpr char kManifest[] = "manifest.json";                    // the environment the runs saw
 inline constexpr char kPerturbedManifest[] = "manifest.perturbed.json"; // the environment of the perturbed run
 inline constexpr char kBaseline[] = "baseline.json";  // `evgate baseline` writes here when the suite names no BASELINE
@@ -68,6 +69,7 @@ inline constexpr char kLeaseFile[] = "groups.json";          // the groups as pr
 inline constexpr char kTreeFile[] = "tree.json";             // the guarded source tree outside the groups
 inline constexpr char kStamps[] = "stamps.json";             // lstat metadata of every pristine file: what needs no rehash
 inline constexpr char kPristine[] = "pristine";              // pristine/<path>: a copy of every guarded regular file
+inline constexpr char kObjects[] = "objects";                // objects/<sha256 hex>: a second copy, named by its content
 inline constexpr char kPending[] = "pending";                // pending/<token>: a marker per live run (flock-held)
 inline constexpr char kPendingTemp[] = "pending.";           // pending.<token>: a marker being created, locked
 inline constexpr char kExclusive[] = "exclusive";            // a run of this invocation changed the tree: the rest go alone

@@ -85,7 +85,7 @@ constexpr std::string_view kShortFlags = "xsvqlVh";
 bool long_takes_value(const std::string& name) {
     static const std::set<std::string> with_value = {
         "--override-ini", "--deselect", "--ignore", "--ignore-glob", "--confcutdir", "--pythonwarnings",
-        "--rootdir", "--maxfail", "--tb", "--capture", "--basetemp", "--import-mode", "--junitxml",
+        "--rootdir", "--config-file", "--inifile", "--maxfail", "--tb", "--capture", "--basetemp", "--import-mode", "--junitxml",
         "--junit-xml", "--junitprefix", "--junit-prefix", "--durations", "--durations-min", "--verbosity",
         "--show-capture", "--color", "--code-highlight", "--pastebin", "--pdbcls", "--doctest-report",
         "--doctest-glob", "--lfnf", "--last-failed-no-failures", "--assert", "--log-level", "--log-format",
@@ -158,8 +158,10 @@ std::vector<PytestOption> pytest_options(const std::vector<std::string>& args, b
 }
 
 OptionEffect option_effect(const PytestOption& option) {
+    // Another config file or rootdir is another suite: its python_files, testpaths, addopts.
     static const std::set<std::string> thins = {"-k", "-m", "--deselect", "--ignore", "--ignore-glob",
-                                                "--noconftest", "--confcutdir", "--pyargs", "--reruns"};
+                                                "--noconftest", "--confcutdir", "--pyargs", "--reruns",
+                                                "-c", "--config-file", "--inifile", "--rootdir"};
     static const std::set<std::string> hollow = {"--setup-only", "--setuponly", "--setup-plan", "--setupplan",
                                                  "--collect-only", "--collectonly", "--co"};
     const auto& name = option.name;

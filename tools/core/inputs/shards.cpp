@@ -2,16 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <map>
 #include <regex>
 
 #include "inputs/evidence_layout.hpp"
 #include "io/error.hpp"
-#include "io/git_state.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
+#include "runs/receipt_sources.hpp"
 #include "runs/run_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -35,28 +34,48 @@ std::string rebind(const fs::path& records, const std::string& receipt_id) {
     return std::regex_replace(text, finished, "\"event\":\"finished\"$1\"receipt\":\"" + receipt_id + "\"");
 }
 
-// Files in `a` and not in `b`, quoted, a few of them.
-std::string only_in(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    std::vector<std::string> only;
-    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only));
+// Some of `paths`, quoted, for a message.
+std::string some_paths(const std::vector<std::string>& paths) {
     std::string text;
-    for (std::size_t i = 0; i < only.size() && i < 5; ++i) text += (i ? ", " : "") + quote(only[i]);
-    if (only.size() > 5) text += " and " + std::to_string(only.size() - 5) + " more";
-    return text.empty() ? "none" : text;
+    for (std::size_t i = 0; i < paths.size() && i < 5; ++i) text += (i ? ", " : "") + quote(paths[i]);
+    if (paths.size() > 5) text += " and " + std::to_string(paths.size() - 5) + " more";
+    return text;
 }
 
-// The same commit is not the same sources: an uncommitted edit between the shard's run and
-// the merge changes what was tested. "" when the uncommitted files and their content agree.
-std::string worktree_difference(const Receipt& theirs, const Receipt& ours) {
-    const auto there = dirty_paths(theirs.git_dirty), here = dirty_paths(ours.git_dirty);
-    if (there != here)
-        return "the shard ran over other uncommitted changes: dirty only there: " + only_in(there, here) +
-               "; dirty only here: " + only_in(here, there);
-    if (theirs.git_digest != ours.git_digest)
-        return "the shard ran over other content in the uncommitted files (" + only_in(here, {}) +
-               "): digest " + (theirs.git_digest.empty() ? "(none recorded)" : theirs.git_digest) + " there, " +
-               (ours.git_digest.empty() ? "(none recorded)" : ours.git_digest) + " here";
-    return "";
+// The same commit is not the same sources: an edit between the shard's run and the merge (in
+// the tree, or in a file outside it that pytest imported) changes what was tested. "" when the
+// shard's receipt was taken over the sources this job's was.
+std::string sources_difference(const fs::path& shard, const Receipt& theirs, const SuiteConfig& suite, const Receipt& ours) {
+    if (theirs.sources_digest.empty())
+        return "its receipt records no digest of the sources it ran over (taken by an older evgate?), so nothing "
+               "says it tested this tree";
+    if (theirs.sources_digest == ours.sources_digest) return "";
+    const auto there = read_sources(shard / evidence::kSources), here = read_sources(suite.evidence_dir / evidence::kSources);
+    std::string text = "the shard ran over other sources than this tree";
+    if (!there || !here || there->digest != theirs.sources_digest || here->digest != ours.sources_digest)
+        return text + " (sources digest " + theirs.sources_digest + " there, " +
+               (ours.sources_digest.empty() ? "(none recorded)" : ours.sources_digest) + " here)";
+    const auto diff = compare_sources(*there, *here);
+    std::vector<std::string> parts;
+    if (!diff.changed.empty()) parts.push_back("changed since: " + some_paths(diff.changed));
+    if (!diff.only_here.empty()) parts.push_back("only here: " + some_paths(diff.only_here));
+    if (!diff.only_there.empty()) parts.push_back("only there: " + some_paths(diff.only_there));
+    for (std::size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : ": ") + parts[i];
+    return text;
+}
+
+// The paths in a `;`-separated list variable.
+std::vector<fs::path> path_list(const char* variable) {
+    std::vector<fs::path> paths;
+    const char* value = std::getenv(variable);
+    if (value == nullptr) return paths;
+    const std::string list = value;
+    for (std::size_t start = 0; start <= list.size();) {
+        const auto end = std::min(list.find(';', start), list.size());
+        if (end > start) paths.emplace_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    return paths;
 }
 
 }  // namespace
@@ -77,17 +96,15 @@ std::optional<ShardSpec> this_shard() {
     return parse_shard_spec(value, "EVIDENCE_GATE_SHARD");
 }
 
-std::vector<fs::path> merged_shards() {
-    std::vector<fs::path> dirs;
-    const char* value = std::getenv("EVIDENCE_GATE_SHARDS");
-    if (value == nullptr) return dirs;
-    const std::string list = value;
-    for (std::size_t start = 0; start <= list.size();) {
-        const auto end = std::min(list.find(';', start), list.size());
-        if (end > start) dirs.emplace_back(list.substr(start, end - start));
-        start = end + 1;
+std::vector<fs::path> merged_shards() { return path_list("EVIDENCE_GATE_SHARDS"); }
+
+std::vector<fs::path> handed_evidence() {
+    std::vector<fs::path> paths;
+    for (const char* variable : {"EVIDENCE_GATE_SHARDS", "EVIDENCE_GATE_RUNNER_BUNDLES", "EVIDENCE_GATE_HISTORY", "EVIDENCE_GATE_COMPARE"}) {
+        auto more = path_list(variable);
+        paths.insert(paths.end(), more.begin(), more.end());
     }
-    return dirs;
+    return paths;
 }
 
 bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed) {
@@ -166,7 +183,7 @@ std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfi
         if (theirs.suite != suite.name) problems.emplace_back(name, "a shard of suite " + quote(theirs.suite) + ", not " + quote(suite.name));
         if (theirs.git_head != receipt.git_head)
             problems.emplace_back(name, "a shard of commit " + quote(theirs.git_head) + ", this job is at " + quote(receipt.git_head));
-        else if (auto differs = worktree_difference(theirs, receipt); !differs.empty())
+        else if (auto differs = sources_difference(dir, theirs, suite, receipt); !differs.empty())
             problems.emplace_back(name, differs);
         if (ids(theirs) != ids(receipt)) problems.emplace_back(name, "the shard collected other tests than this job");
         if (!same_config(theirs.configfile ? std::optional(fs::path(*theirs.configfile).filename().string()) : std::nullopt,

@@ -28,6 +28,12 @@ std::optional<ShardSpec> this_shard();
 // EVIDENCE_GATE_SHARDS, when set: the shard evidence directories a merge job pools.
 std::vector<std::filesystem::path> merged_shards();
 
+// What the environment hands this job as evidence, not as sources: the shards
+// (EVIDENCE_GATE_SHARDS), runner bundles (EVIDENCE_GATE_RUNNER_BUNDLES), the history and the
+// compared run (EVIDENCE_GATE_HISTORY, EVIDENCE_GATE_COMPARE). A CI job downloads them into its
+// checkout; the receipt's digest of the sources leaves them out.
+std::vector<std::filesystem::path> handed_evidence();
+
 // Does the run (seed.s, perturbed) belong to `shard`?
 bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed);
 
@@ -48,7 +54,9 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite);
 bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id);
 
 // What is wrong with the shards a merge pools: missing or duplicated shards, another suite,
-// another commit, another collection. Empty when they agree.
+// another commit, other sources (a receipt taken over another digest of the sources,
+// runs/receipt_sources.hpp, naming the files that differ), another collection. Empty when they
+// agree.
 std::vector<std::pair<std::string, std::string>> shard_problems(const SuiteConfig& suite, const Receipt& receipt);
 
 }  // namespace evgate

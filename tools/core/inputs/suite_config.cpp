@@ -21,6 +21,19 @@ std::optional<std::filesystem::path> optional_path(const rapidjson::Value& doc, 
     return std::filesystem::path(*text);
 }
 
+// DEPENDS: [{"target": name, "file": path}], the file as generation evaluated $<TARGET_FILE>.
+std::vector<SuiteConfig::Dependency> dependencies(const rapidjson::Value& doc, const std::string& source) {
+    std::vector<SuiteConfig::Dependency> depends;
+    const auto* list = member(doc, "depends");
+    if (list == nullptr || list->IsNull()) return depends;
+    if (!list->IsArray()) throw InputError(source, 0, "'depends' is not a list");
+    for (const auto& item : list->GetArray()) {
+        if (!item.IsObject()) throw InputError(source, 0, "an entry of 'depends' is not an object");
+        depends.push_back({string_member(item, "target", source), string_member(item, "file", source)});
+    }
+    return depends;
+}
+
 }  // namespace
 
 SuiteConfig load_suite_config(const std::filesystem::path& file) {
@@ -30,13 +43,17 @@ SuiteConfig load_suite_config(const std::filesystem::path& file) {
     SuiteConfig config;
     config.source = file;
     config.name = string_member(doc, "name", source);
-    config.root = string_member(doc, "root", source);
-    config.evidence_dir = string_member(doc, "evidence_dir", source);
+    // By their real paths, once (the module writes them so): every path below them is compared.
+    config.root = std::filesystem::weakly_canonical(string_member(doc, "root", source));
+    config.evidence_dir = std::filesystem::weakly_canonical(string_member(doc, "evidence_dir", source));
     config.plugin_dir = string_member(doc, "plugin_dir", source);
     config.python = string_member(doc, "python", source);
     config.tests = string_array(doc, "tests", source);
     config.pytest_args = string_array(doc, "pytest_args", source);
     config.environment = string_array(doc, "environment", source);
+    config.python_path_prepend = string_array(doc, "python_path_prepend", source);
+    config.library_path_prepend = string_array(doc, "library_path_prepend", source);
+    config.depends = dependencies(doc, source);
     config.runner_bundles = string_array(doc, "runner_bundles", source);
     config.fixtures = optional_path(doc, "fixtures", source);
     config.baseline = optional_path(doc, "baseline", source);

@@ -20,6 +20,13 @@ struct SuiteConfig {
     std::vector<std::string> tests;        // pytest arguments, relative to root
     std::vector<std::string> pytest_args;  // extra pytest arguments
     std::vector<std::string> environment;  // VAR=value for every run
+    std::vector<std::string> python_path_prepend;   // PYTHON_PATH_PREPEND: after the plugin's directory
+    std::vector<std::string> library_path_prepend;  // LIBRARY_PATH_PREPEND: before LD_LIBRARY_PATH
+    struct Dependency {
+        std::string target;             // a DEPENDS target
+        std::filesystem::path file;     // what it builds: collection depends on it
+    };
+    std::vector<Dependency> depends;
     std::optional<std::filesystem::path> fixtures;
     std::optional<std::filesystem::path> baseline;
     std::optional<std::filesystem::path> quarantine;

@@ -66,8 +66,8 @@ private:
 };
 
 FileState make_state(std::string identity, const struct stat& st) {
-    return {std::move(identity), static_cast<unsigned>(st.st_mode) & 07777u,
-            static_cast<std::uintmax_t>(st.st_size)};
+    return {std::move(identity), static_cast<unsigned>(st.st_mode) & 07777u, static_cast<std::uintmax_t>(st.st_size),
+            static_cast<unsigned>(st.st_uid), static_cast<unsigned>(st.st_gid)};
 }
 
 FileState link_state(const std::filesystem::path& path, const struct stat& st) {

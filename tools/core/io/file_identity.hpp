@@ -10,10 +10,14 @@
 
 namespace evgate {
 
+// An owner not recorded (as chown(2) spells "leave it"): matches any.
+constexpr unsigned kUnknownOwner = static_cast<unsigned>(-1);
+
 struct FileState {
     std::string identity;  // "sha256:<hex>", "link:<target>" or "special"
     unsigned mode;         // permission bits, st_mode & 07777
     std::uintmax_t size;
+    unsigned uid = kUnknownOwner, gid = kUnknownOwner;  // the owner: part of what a checkout is
 };
 
 // The state of `path` itself (lstat), nullopt if it does not exist. Regular files are

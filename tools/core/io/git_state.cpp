@@ -90,6 +90,7 @@ std::optional<GitState> read_git_state(const fs::path& root, const fs::path& scr
     state.head = first_line(run_git(root, scratch, {"rev-parse", "HEAD"}).value_or(""));
     state.branch = first_line(run_git(root, scratch, {"branch", "--show-current"}).value_or(""));
     const fs::path top = first_line(run_git(root, scratch, {"rev-parse", "--show-toplevel"}).value_or(root.string()));
+    state.top = top.string();
     // -z: paths as they are, unquoted; --no-renames: one path an entry. Porcelain paths are
     // relative to the top of the work tree, wherever git runs; "-- ." keeps to ROOT.
     const auto status =

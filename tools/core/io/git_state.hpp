@@ -16,6 +16,7 @@ namespace evgate {
 struct GitState {
     std::string head;
     std::string branch;  // empty on a detached HEAD
+    std::string top;     // the top of the work tree
     // `git status --porcelain` lines ("XY path", the path from the top of the work tree) below
     // ROOT, untracked files included (a wholly untracked directory as "?? dir/").
     std::vector<std::string> dirty;

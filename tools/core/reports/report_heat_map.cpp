@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "reports/assets.hpp"
 #include "reports/markup.hpp"
@@ -19,7 +20,7 @@ struct OutcomeStyle {
     char css() const { return static_cast<char>(colour); }
 };
 
-constexpr std::array<OutcomeStyle, 10> kStyles{{
+constexpr std::array<OutcomeStyle, 11> kStyles{{
     {"passed", Swatch::green, '.', "passed"},
     {"failed", Swatch::vermillion, 'F', "failed"},
     {"error", Swatch::purple, 'E', "error (setup or teardown)"},
@@ -28,11 +29,12 @@ constexpr std::array<OutcomeStyle, 10> kStyles{{
     {"xpassed", Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
     {"interrupted", Swatch::black, '!', "interrupted (the interpreter died)"},
     {"missing", Swatch::yellow, '?', "missing (planned, no result)"},
+    {"uncalled", Swatch::yellow, 'u', "uncalled (a hook ran it without its call phase)"},
     {"not run", Swatch::pale, '-', "not run (not in this run's plan)"},
     {"other", Swatch::blue, '*', "an outcome this report does not know"},
 }};
-constexpr std::size_t kNotRun = 8;
-constexpr std::size_t kOther = 9;
+constexpr std::size_t kNotRun = 9;
+constexpr std::size_t kOther = 10;
 
 const OutcomeStyle& style_of(std::string_view outcome) {
     for (std::size_t i = 0; i < kNotRun; ++i)
@@ -67,12 +69,12 @@ void heat_head(std::string& out, const std::vector<std::string>& columns) {
 
 // One row per test: equal neighbouring cells share one element, so a stable row is one or two.
 void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, std::vector<const OutcomeStyle*>& cells,
-              bool& other_seen) {
+              bool& other_seen, std::string_view partner_tag = {}) {
     const auto width = cells.size();
     std::fill(cells.begin(), cells.end(), &kStyles[kNotRun]);
     for (std::size_t i = 0; i < row.outcomes.size(); ++i)
         cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
-    out += "<tr><td class=k>";
+    out += partner_tag.empty() ? "<tr><td class=k>" : "<tr class=partner><td class=k>";
     for (std::size_t i = 0; i < width;) {
         std::size_t end = i;
         while (end < width && cells[end] == cells[i]) ++end;
@@ -82,6 +84,7 @@ void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, s
     }
     out.append("</td><td class=\"verdict ").append(gate_class(row.gate)).append("\">");
     escape_html(out, to_string(row.verdict));
+    if (!partner_tag.empty()) html_element(out, "span", partner_tag, "tag");
     out += "</td>";
     html_element(out, "td", row.test, "id");
     out += "</tr>";
@@ -97,16 +100,39 @@ void legend(std::string& out, bool other_seen) {
     out += "</div>";
 }
 
-// The tests that need a look (blocking, then deferred), and the others.
-std::pair<RowRefs, RowRefs> heat_rows(const ReportInput& input) {
-    RowRefs attention = rows_with(*input.summary, Gate::block), passing;
+// A row of the map, and the text of its tag when it is there as the partner of the row above.
+struct HeatLine {
+    const LedgerRow* row;
+    std::string partner_tag;
+};
+
+// The tests that need a look (blocking, then deferred), each followed by the partners it hangs
+// on that are not shown yet (a passing polluter is not left folded away with the passing
+// tests), and the others.
+std::pair<std::vector<HeatLine>, RowRefs> heat_rows(const ReportInput& input) {
+    RowRefs attention = rows_with(*input.summary, Gate::block);
     const auto deferred = rows_with(*input.summary, Gate::defer);
     attention.insert(attention.end(), deferred.begin(), deferred.end());
     attention.erase(std::remove_if(attention.begin(), attention.end(), [](const LedgerRow* r) { return r->suite_scope; }),
                     attention.end());
+    std::unordered_map<std::string_view, const LedgerRow*> by_test;
     for (const auto& row : *input.rows)
-        if (!row.suite_scope && row.gate == Gate::pass) passing.push_back(&row);
-    return {attention, passing};
+        if (!row.suite_scope) by_test.emplace(row.test, &row);
+    std::unordered_set<std::string_view> shown;  // by id: the summary's rows may be copies of the ledger's
+    std::vector<HeatLine> lines;
+    for (const auto* row : attention) {
+        if (!shown.insert(row->test).second) continue;  // shown already, as a partner
+        lines.push_back({row, {}});
+        for (const auto& partner : row->partners) {
+            const auto it = by_test.find(partner);
+            if (it == by_test.end() || !shown.insert(it->second->test).second) continue;
+            lines.push_back({it->second, "partner: " + row->partner_role.value_or("partner") + " of the row above"});
+        }
+    }
+    RowRefs passing;
+    for (const auto& row : *input.rows)
+        if (!row.suite_scope && row.gate == Gate::pass && !shown.count(row.test)) passing.push_back(&row);
+    return {std::move(lines), std::move(passing)};
 }
 
 }  // namespace
@@ -125,7 +151,7 @@ void html_heat_map(std::string& out, const ReportInput& input, const std::vector
         out += "<p class=empty>No test blocks or defers.</p>";
     } else {
         heat_head(out, columns);
-        for (const auto* row : attention) heat_row(out, *row, index, cells, other_seen);
+        for (const auto& line : attention) heat_row(out, *line.row, index, cells, other_seen, line.partner_tag);
         out += "</tbody></table>";
     }
     if (!passing.empty()) {

@@ -92,11 +92,21 @@ void optional_cell(std::string& out, const std::optional<std::string>& value, st
 }
 
 struct Columns {
-    bool dated, partners, commands;
+    bool dated, partners;
 };
 
+// The reproduce command on a line of its own below its row, as wide as the table: one line
+// that scrolls sideways (a shell command wrapped into ten narrow lines is hard to copy), with a
+// button that copies it.
+void command_line(std::string& out, const LedgerRow& row, int width) {
+    out.append("<tr class=\"cmdrow ").append(gate_class(row.gate)).append("\"><td colspan=").append(std::to_string(width));
+    out += "><div class=repro><span class=tag>reproduce</span>";
+    html_element(out, "code", *row.reproduce, "cmd");
+    out += "<button type=button class=copy>copy</button></div></td></tr>";
+}
+
 void row_line(std::string& out, const LedgerRow& row, const Columns& c, const ReportExtras* extras) {
-    out.append("<tr class=\"").append(gate_class(row.gate)).append("\"><td class=id>");
+    out.append("<tr class=\"").append(gate_class(row.gate)).append(row.reproduce ? " has-cmd" : "").append("\"><td class=id>");
     escape_html(out, row.test);
     if (row.suite_scope) out += "<span class=tag>suite check</span>";
     out += "</td>";
@@ -112,8 +122,8 @@ void row_line(std::string& out, const LedgerRow& row, const Columns& c, const Re
         if (row.partner_role) html_element(out, "span", *row.partner_role, "tag");
         out += "</td>";
     }
-    if (c.commands) optional_cell(out, row.reproduce, "code", "cmd");
     out += "</tr>";
+    if (row.reproduce) command_line(out, row, 3 + (c.dated ? 2 : 0) + (c.partners ? 1 : 0));
 }
 
 void rows_section(std::string& out, std::string_view id, std::string_view title, const RowRefs& rows, bool dated,
@@ -123,11 +133,10 @@ void rows_section(std::string& out, std::string_view id, std::string_view title,
         out += "<p class=empty>None.</p></section>";
         return;
     }
-    const Columns c{dated, any_has(rows, &LedgerRow::partner), any_has(rows, &LedgerRow::reproduce)};
+    const Columns c{dated, any_has(rows, &LedgerRow::partner)};
     out += "<table class=rows><thead><tr><th>test</th><th>verdict</th><th>reason</th>";
     if (c.dated) out += "<th>until</th><th>owner</th>";
     if (c.partners) out += "<th>partner</th>";
-    if (c.commands) out += "<th>reproduce</th>";
     out += "</tr></thead><tbody>";
     for (const auto* row : rows) row_line(out, *row, c, extras);
     out += "</tbody></table></section>";

@@ -131,7 +131,8 @@ Role parse_role(const std::string& text) {
 
 }  // namespace
 
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test) {
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
+                                    const LocaliseProgress& progress) {
     using Clock = std::chrono::steady_clock;
     const auto runs = load_runs(suite, receipt.id);
     RunMatrix matrix;
@@ -150,6 +151,7 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
     std::vector<std::vector<std::string>> known;  // the partner sets found so far, tried first for the next
     for (std::size_t i = 0; i < dependent.size(); ++i) {
         const auto& test = dependent[i];
+        if (progress.starting) progress.starting(test);
         const auto prefixes = prefixes_of(test, runs);
         Culprit culprit;
         const auto time_left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
@@ -172,6 +174,7 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
         }
         culprit.seed = prefixes.seed;
         culprit.dirtied = dirtied_by(culprit.found.partners, runs);
+        if (progress.done) progress.done(culprit);
         culprits.push_back(std::move(culprit));
     }
     write_file_atomic(culprits_file(suite), culprits_json(culprits, receipt.id));

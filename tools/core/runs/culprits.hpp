@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,11 +23,19 @@ struct Culprit {
     std::map<std::string, std::vector<std::string>> dirtied;  // partner -> the groups its lease saw it change
 };
 
+// Told of each test as its search starts and when it is done, so that a step that may take
+// minutes says what it is doing while it does it.
+struct LocaliseProgress {
+    std::function<void(const std::string& test)> starting;
+    std::function<void(const Culprit&)> done;
+};
+
 // Localises every test the local runs make order-dependent, within `per_test` pytest runs
 // each (the step's budget scales with the number of such tests; its time stays within the
 // step's CTest timeout), trying the partner sets found for earlier tests first; writes
 // localise.json and returns what it found.
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test);
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
+                                    const LocaliseProgress& progress = {});
 
 // localise.json of the current receipt, by test; empty when there is none.
 std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::string& receipt_id);

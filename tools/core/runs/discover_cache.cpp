@@ -70,6 +70,25 @@ void stamp_tree(const fs::path& dir, const SuiteConfig& suite, std::vector<std::
     }
 }
 
+// What the project's build puts on the path: each DEPENDS file, and each PYTHON_PATH_PREPEND
+// directory with the modules directly in it (a built extension appears or is rebuilt there
+// after a ctest that collected without it: the next ctest must collect again).
+void stamp_build_outputs(const SuiteConfig& suite, std::vector<std::string>& stamps) {
+    for (const auto& dependency : suite.depends)
+        stamps.push_back("depends " + dependency.file.string() + " " + stamp(dependency.file, true));
+    for (const auto& dir : suite.python_path_prepend) {
+        stamps.push_back("path " + dir + " " + stamp(dir, true));
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(dir, ec)) {
+            const auto name = entry.path().filename().string();
+            const auto dot = name.rfind('.');
+            const auto ext = dot == std::string::npos ? std::string() : name.substr(dot);
+            if (ext == ".py" || ext == ".so" || ext == ".pth" || ext == ".pyd")
+                stamps.push_back("path " + entry.path().string() + " " + stamp(entry.path()));
+        }
+    }
+}
+
 std::string state_file(const SuiteConfig& suite) { return (suite.evidence_dir / evidence::kDiscoverFingerprint).string(); }
 
 std::string ids_digest(const std::vector<std::string>& ids) {
@@ -113,6 +132,7 @@ std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& ent
         stamps.push_back((dir / "conftest.py").string() + " " + stamp(dir / "conftest.py"));
         if (dir == dir.root_path()) break;
     }
+    stamp_build_outputs(suite, stamps);
     std::sort(stamps.begin(), stamps.end());
     std::vector<std::string> tree;
     stamp_tree(suite.root, suite, tree);

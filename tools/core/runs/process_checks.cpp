@@ -93,10 +93,17 @@ std::optional<std::string> exit_status_problem(const RunRecords& records, const 
     if (counted != expected)
         return "pytest ended its session with exit status " + std::to_string(counted) + against +
                ": a plugin or conftest stopped the session or changed a test's report";
+    // The status after every pytest_sessionfinish hook, then after the pytest_unconfigure hooks
+    // before the plugin's: the first that differs names the phase that changed it (records
+    // without the first say the second only).
     const int final = records.final_statuses.empty() ? counted : records.final_statuses.front();
-    if (final != counted)
-        return "a pytest_sessionfinish hook changed pytest's exit status from " + std::to_string(counted) + " to " +
-               std::to_string(final) + against;
+    const int finish = records.finish_statuses.empty() ? final : records.finish_statuses.front();
+    const auto changed = [&](const char* hook, int from, int to) {
+        return std::string("a ") + hook + " hook changed pytest's exit status from " + std::to_string(from) + " to " +
+               std::to_string(to) + against;
+    };
+    if (finish != counted) return changed("pytest_sessionfinish", counted, finish);
+    if (final != finish) return changed("pytest_unconfigure", finish, final);
     if (!ended.exited_with(final))
         return "pytest ended (" + ended.describe() + ") after its session ended with status " + std::to_string(final) +
                against + ": something after the session (pytest_unconfigure, an atexit handler, os._exit, a thread that kept it alive) changed it";

@@ -26,7 +26,8 @@ std::optional<std::string> order_divergence(const std::vector<std::string>& plan
 // passed, skipped or xfailed, 1 when one failed or errored; the `end` record's status, the
 // status after every pytest_sessionfinish hook and the process's own must all be that. Not
 // judged when no test ran or one has no result (the interpreter died or pytest stopped in it:
-// that test is interrupted). `records` are this process's alone.
+// that test is interrupted). The reason names the phase that changed it: a pytest_sessionfinish
+// hook, a pytest_unconfigure hook, or something after the session. `records` are this process's alone.
 std::optional<std::string> exit_status_problem(const RunRecords& records, const ProcessResult& ended);
 
 // A `foreign` record for what `sender` wrote on the channel of the pytest process whose own

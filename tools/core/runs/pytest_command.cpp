@@ -1,10 +1,74 @@
 #include "runs/pytest_command.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
+
+#include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
 
 namespace evgate {
+
+namespace {
+
+// The variables every pytest process gets pointed into its sandbox: HOME and TMPDIR, and the XDG
+// base directories where their specification puts them below HOME (a desktop session sets them
+// to the user's own, and a test that saves its settings there would write the user's config).
+struct Sandboxed {
+    const char* name;
+    const char* below;  // below the sandbox directory
+};
+constexpr Sandboxed kSandboxed[] = {
+    {"HOME", evidence::kHome},
+    {"TMPDIR", evidence::kTmp},
+    {"XDG_CONFIG_HOME", "home/.config"},
+    {"XDG_CACHE_HOME", "home/.cache"},
+    {"XDG_DATA_HOME", "home/.local/share"},
+    {"XDG_STATE_HOME", "home/.local/state"},
+};
+constexpr std::size_t kXdgFirst = 2;  // kSandboxed[2...]: below HOME
+
+// Variables that point a tool's per-user configuration, data or cache past HOME and XDG: dropped,
+// so that the tool falls back to the sandboxed home.
+constexpr const char* kUserDirectories[] = {"IPYTHONDIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
+                                           "GNUPGHOME", "PIP_CACHE_DIR"};
+
+bool pinned(const SuiteConfig& suite, const std::string& name) {
+    return std::any_of(suite.environment.begin(), suite.environment.end(),
+                       [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+}
+
+// The plugin's directory first (never displaced), then what the suite's ENVIRONMENT appends,
+// then the inherited PYTHONPATH.
+std::string python_path(const SuiteConfig& suite) {
+    std::string path = suite.plugin_dir.string();
+    for (const auto& e : suite.environment)
+        if (e.rfind("PYTHONPATH=", 0) == 0 && e.size() > 11) path += ":" + e.substr(11);
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') path += ":" + std::string(old);
+    return path;
+}
+
+}  // namespace
+
+SandboxEnvironment sandbox_environment(const SuiteConfig& suite, const std::filesystem::path& sandbox) {
+    SandboxEnvironment env;
+    const bool home_pinned = pinned(suite, "HOME");
+    for (std::size_t i = 0; i < std::size(kSandboxed); ++i) {
+        const std::string name = kSandboxed[i].name;
+        if (pinned(suite, name)) {
+            env.pinned.push_back(name);
+        } else if (i >= kXdgFirst && home_pinned) {  // below the suite's own HOME, as their specification says
+            if (std::getenv(name.c_str()) != nullptr) env.dropped.push_back(name);
+        } else {
+            env.set.push_back(name + "=" + (sandbox / kSandboxed[i].below).string());
+            env.fresh.push_back(name);
+        }
+    }
+    for (const char* name : kUserDirectories)
+        if (!pinned(suite, name) && std::getenv(name) != nullptr) env.dropped.emplace_back(name);
+    return env;
+}
 
 ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
                            const std::filesystem::path& log) {
@@ -21,18 +85,23 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     spec.output = log;
     spec.timeout = std::chrono::seconds(suite.timeout_seconds);
 
-    std::string python_path = suite.plugin_dir.string();
-    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') python_path += ":" + std::string(old);
     // Bytecode goes to a cache in the build tree, never beside the sources: pytest caches its
     // rewritten test modules there too, so a run does not recompile the suite (with no
     // bytecode at all, every run would). PYTHONDONTWRITEBYTECODE is emptied for the same
     // reason; a suite that wants it sets it with ENVIRONMENT.
-    const auto sandbox = sandbox_of(suite, log);
-    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path, "PYTHONDONTWRITEBYTECODE=",
-                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / evidence::kPycache).string(),
-                                          "HOME=" + (sandbox / evidence::kHome).string(), "TMPDIR=" + (sandbox / evidence::kTmp).string()};
-    overrides.insert(overrides.end(), suite.environment.begin(), suite.environment.end());
-    spec.environment = environment_with(overrides);
+    const auto sandbox = sandbox_environment(suite, sandbox_of(suite, log));
+    std::vector<std::string> overrides = {"PYTHONPATH=" + python_path(suite), "PYTHONDONTWRITEBYTECODE=",
+                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / evidence::kPycache).string()};
+    overrides.insert(overrides.end(), sandbox.set.begin(), sandbox.set.end());
+    for (const auto& e : suite.environment)
+        if (e.rfind("PYTHONPATH=", 0) != 0) overrides.push_back(e);  // PYTHONPATH: appended above
+    std::vector<std::string> inherited;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string entry = *e;
+        const auto name = entry.substr(0, entry.find('='));
+        if (std::find(sandbox.dropped.begin(), sandbox.dropped.end(), name) == sandbox.dropped.end()) inherited.push_back(entry);
+    }
+    spec.environment = environment_with(std::move(inherited), overrides);
     return spec;
 }
 

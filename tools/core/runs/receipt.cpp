@@ -15,7 +15,10 @@
 #include "io/git_state.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
+#include "io/json_paths.hpp"
+#include "inputs/shards.hpp"
 #include "runs/pytest_command.hpp"
+#include "runs/receipt_sources.hpp"
 #include "inputs/pytest_config.hpp"
 
 namespace fs = std::filesystem;
@@ -46,10 +49,19 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.git_dirty = string_array(*git, "dirty", source);
         receipt.git_digest = optional_string(*git, "digest", source).value_or("");
     }
+    if (const auto* sources = member(doc, "sources"); sources && sources->IsObject()) {
+        receipt.sources_digest = optional_string(*sources, "digest", source).value_or("");
+        receipt.sources_outside = paths_member(*sources, "outside");
+    }
     if (const auto* sandbox = member(doc, "sandbox"); sandbox && sandbox->IsObject()) {
         receipt.sandbox_dir = optional_string(*sandbox, "dir", source).value_or("");
         receipt.sandboxed = string_array(*sandbox, "fresh", source);
     }
+    if (const auto* lost = member(doc, "deselected"); lost && lost->IsArray()) {
+        for (const auto& t : lost->GetArray())
+            receipt.deselected.push_back({string_member(t, "id", source), optional_string(t, "by", source).value_or("")});
+    }
+    receipt.pytest_plugins = string_array(doc, "pytest_plugins_env", source);
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
@@ -103,31 +115,33 @@ void add_options(rapidjson::Document& doc, const SuiteConfig& suite) {
     doc.AddMember("hollow", string_list(hollow, alloc), alloc);
 }
 
-// Every pytest process gets a HOME and TMPDIR of its own, emptied before each run
-// (pytest_command.hpp): said here, since a test that looks for something in the user's home
-// sees none of it. A variable the suite sets with ENVIRONMENT is pinned instead.
+// Every pytest process gets a HOME and TMPDIR of its own, emptied before each run, and the XDG
+// base directories below that HOME (pytest_command.hpp): said here, since a test that looks for
+// something in the user's home sees none of it. A variable the suite sets with ENVIRONMENT is
+// pinned instead; user-directory variables inherited from the user are dropped (names only).
 rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::AllocatorType& alloc) {
     const auto dir = suite.evidence_dir / evidence::kSandbox;
+    const auto env = sandbox_environment(suite, dir / "<run>");
     rapidjson::Value sandbox(rapidjson::kObjectType);
-    std::vector<std::string> fresh, pinned;
-    for (const auto& [variable, leaf] : {std::pair<std::string, const char*>{"HOME", evidence::kHome}, {"TMPDIR", evidence::kTmp}}) {
-        const bool pins = std::any_of(suite.environment.begin(), suite.environment.end(),
-                                      [&](const std::string& e) { return e.rfind(variable + "=", 0) == 0; });
-        (pins ? pinned : fresh).push_back(variable);
-        if (!pins) sandbox.AddMember(rapidjson::Value(variable, alloc), rapidjson::Value((dir / "<run>" / leaf).string(), alloc), alloc);
+    for (const auto& entry : env.set) {
+        const auto equals = entry.find('=');
+        sandbox.AddMember(rapidjson::Value(entry.substr(0, equals), alloc), rapidjson::Value(entry.substr(equals + 1), alloc), alloc);
     }
     sandbox.AddMember("dir", rapidjson::Value(dir.string(), alloc), alloc);
-    sandbox.AddMember("fresh", string_list(fresh, alloc), alloc);
-    sandbox.AddMember("pinned", string_list(pinned, alloc), alloc);
+    sandbox.AddMember("fresh", string_list(env.fresh, alloc), alloc);
+    sandbox.AddMember("pinned", string_list(env.pinned, alloc), alloc);
+    sandbox.AddMember("dropped", string_list(env.dropped, alloc), alloc);
     sandbox.AddMember("why", rapidjson::Value("every pytest process (collection, each run, each probe) has its own HOME and "
-                                              "TMPDIR, empty when its run starts: runs never meet there, and the user's "
-                                              "home is never written; pin one with ENVIRONMENT", alloc), alloc);
+                                              "TMPDIR, empty when its run starts, and the XDG base directories below that "
+                                              "HOME: runs never meet there, and no directory evgate hands a test is in the "
+                                              "user's home; pin one with ENVIRONMENT", alloc), alloc);
     return sandbox;
 }
 
 // What pytest cannot tell about itself: who took the receipt, where, at which commit, and
-// which config files lie around that could have re-rooted it.
-void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs::path& scratch) {
+// which config files lie around that could have re-rooted it. Returns the top of the git work
+// tree ROOT is in ("" outside git).
+std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs::path& scratch) {
     auto& alloc = doc.GetAllocator();
     struct utsname host {};
     ::uname(&host);
@@ -141,7 +155,9 @@ void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs:
     doc.AddMember("stray_configs", string_list(stray_configs(suite.root), alloc), alloc);
     add_options(doc, suite);
     rapidjson::Value git(rapidjson::kNullType);
+    std::string top;
     if (auto state = read_git_state(suite.root, scratch)) {
+        top = state->top;
         git.SetObject();
         git.AddMember("head", rapidjson::Value(state->head, alloc), alloc);
         git.AddMember("branch", rapidjson::Value(state->branch, alloc), alloc);
@@ -154,6 +170,25 @@ void add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, const fs:
         doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
     const auto* tests = member(doc, "tests");
     doc.AddMember("collected", rapidjson::Value(static_cast<uint64_t>(tests && tests->IsArray() ? tests->Size() : 0)), alloc);
+    return top;
+}
+
+// The sources this receipt was taken over (receipt_sources.hpp): the digest here, the listing in
+// sources.json. The files pytest imported come from the plugin ("imported": absolute paths).
+void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::string& top,
+                 const std::vector<FixtureFile>& pristine) {
+    auto& alloc = doc.GetAllocator();
+    SourceRoots roots{suite.root, top, handed_evidence()};
+    roots.left_out.push_back(suite.evidence_dir);
+    roots.left_out.push_back(suite.plugin_dir);
+    const auto sources = list_sources(roots, pristine, paths_member(doc, "imported"));
+    write_file_atomic(suite.evidence_dir / evidence::kSources, sources_json(sources));
+    rapidjson::Value record(rapidjson::kObjectType);
+    record.AddMember("digest", rapidjson::Value(sources.digest, alloc), alloc);
+    record.AddMember("files", rapidjson::Value(static_cast<uint64_t>(sources.files.size())), alloc);
+    record.AddMember("outside", string_list(sources.outside, alloc), alloc);
+    record.AddMember("listing", rapidjson::Value(evidence::kSources, alloc), alloc);
+    doc.AddMember("sources", record, alloc);
 }
 
 }  // namespace
@@ -189,9 +224,12 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
 
 }  // namespace
 
-Receipt take_receipt(const SuiteConfig& suite, const ReceiptHooks& hooks) {
+Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* pristine, const ReceiptHooks& hooks) {
     auto doc = collect(suite, "receipt", hooks.prepare);
-    add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
+    const auto top = add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
+    fs::remove(suite.evidence_dir / evidence::kSources);  // an earlier receipt's listing is not this one's
+    if (pristine != nullptr) add_sources(doc, suite, top, *pristine);
+    doc.RemoveMember("imported");  // the sources hold what counts of it
     if (hooks.annotate) hooks.annotate(doc);
     // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
@@ -206,6 +244,8 @@ std::vector<std::string> collected_ids(const SuiteConfig& suite) {
     for (const auto& test : parse_receipt(doc, suite.name).tests) ids.push_back(test.id);
     return ids;
 }
+
+Receipt collection_now(const SuiteConfig& suite) { return parse_receipt(collect(suite, "discover"), suite.name); }
 
 Receipt load_receipt(const fs::path& file) {
     const auto doc = read_json_file(file);
@@ -246,7 +286,7 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     if (!same_config(receipt.configfile, receipt.expected_configfile))
         problems.push_back("pytest read its configuration from " + quote(receipt.configfile.value_or("(none)")) +
                            ", but the project's is " + quote(receipt.expected_configfile.value_or("(none)")));
-    // 0: collected; 2: collection errors (ledger rows name them); 5: nothing collected (below).
+    // 0: collected; 2: collection errors and 5: nothing collected (both below).
     if (receipt.exitstatus != 0 && receipt.exitstatus != 2 && receipt.exitstatus != 5)
         problems.push_back("pytest's collection ended with exit status " + std::to_string(receipt.exitstatus) +
                            (receipt.exitstatus == 3 ? " (an internal error: INTERNALERROR in " : " (see ") +
@@ -255,7 +295,12 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
         problems.push_back("pytest collected " + std::to_string(duplicates.size()) +
                            " node id(s) more than once (a custom collector that names two items alike?), so no run "
                            "could tell their results apart: " + describe_duplicates(duplicates));
-    if (receipt.tests.empty() && receipt.errors.empty())
+    // Runs of what did collect would be a smaller suite passing for the whole (a module not
+    // built yet fails to import): no run starts, and the ledger's collection row names them.
+    if (!receipt.errors.empty())
+        problems.push_back("pytest's collection ended in " + std::to_string(receipt.errors.size()) +
+                           " collection error(s), first " + quote(receipt.errors.front()));
+    if (receipt.tests.empty())
         problems.push_back("pytest collected no tests from " + quote(suite.root.string()) + " (configfile " +
                            quote(receipt.configfile.value_or("(none)")) + ")");
     return problems;

@@ -11,6 +11,7 @@
 
 #include <rapidjson/document.h>
 
+#include "fixtures/lease_file.hpp"
 #include "io/process.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
@@ -30,6 +31,13 @@ struct ReceiptTest {
     std::optional<EnvSensitive> env_sensitive;
 };
 
+// A test the receipt's collection found and a hook took out of the items again.
+struct LostTest {
+    std::string id;
+    std::string by;  // who called pytest_deselected ("conftest.py:7 (pytest_collection_modifyitems)",
+                     // "pytest's -k/-m"); "" when it was removed without pytest_deselected
+};
+
 struct Receipt {
     std::string id;  // binds the runs of one ctest invocation to this receipt
     std::string rootdir;
@@ -42,9 +50,13 @@ struct Receipt {
     std::vector<std::string> stray_configs;          // below ROOT, relative to it
     std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
     std::vector<std::string> hollow;                 // options under which pytest never calls the tests
+    std::vector<LostTest> deselected;                // collected, then deselected or removed by a hook
+    std::vector<std::string> pytest_plugins;         // what PYTEST_PLUGINS in the environment loads
     std::string git_head;                            // "" outside a git work tree
     std::vector<std::string> git_dirty;              // `git status --porcelain` lines of the work tree
     std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
+    std::string sources_digest;                      // of every source file (receipt_sources.hpp); "" when not taken
+    std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
     std::string shard;                               // "k/n" for a shard's receipt, else ""
@@ -61,12 +73,18 @@ struct ReceiptHooks {
     std::function<void(rapidjson::Document& receipt)> annotate;
 };
 
-// Collects with the suite's own command line and environment; writes receipt.json.
-Receipt take_receipt(const SuiteConfig& suite, const ReceiptHooks& hooks = {});
+// Collects with the suite's own command line and environment; writes receipt.json. With
+// `pristine` (the fixture store's files at the snapshot before this collection), also the
+// digest of the sources (receipt_sources.hpp) and their listing, sources.json.
+Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* pristine = nullptr,
+                     const ReceiptHooks& hooks = {});
 Receipt load_receipt(const std::filesystem::path& file);
 
 // The node ids pytest collects now, with the suite's command line and environment.
 std::vector<std::string> collected_ids(const SuiteConfig& suite);
+// The same collection whole: the ids and the collection errors (discovery keeps no collection
+// that had errors: the next ctest collects again, once the project is built, say).
+Receipt collection_now(const SuiteConfig& suite);
 
 // Two config paths name the same file (or are both absent).
 bool same_config(const std::optional<std::string>& a, const std::optional<std::string>& b);

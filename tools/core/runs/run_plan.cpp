@@ -39,6 +39,7 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
         w.EndArray();
     }
     if (!plan.lease.empty()) w.Key("lease"), w.String(plan.lease);
+    if (!plan.confirms.empty()) w.Key("confirms"), w.String(plan.confirms);
     w.Key("tests"), w.StartArray();
     for (const auto& t : plan.tests) w.String(t);
     w.EndArray();
@@ -58,6 +59,7 @@ RunPlan plan_header(const rapidjson::Value& doc, const std::string& source) {
         for (const auto& cpu : cpus->GetArray())
             if (cpu.IsInt()) plan.cpus.push_back(cpu.GetInt());
     plan.lease = optional_string(doc, "lease", source).value_or("");
+    plan.confirms = optional_string(doc, "confirms", source).value_or("");
     const auto column = optional_string(doc, "column", source).value_or("local");
     if (!parse_column(column, plan.column)) throw InputError(source, 0, "unknown column " + quote(column));
     return plan;

@@ -28,6 +28,7 @@ struct RunPlan {
     std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
     TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
     std::string lease;                     // the lease token it ran under, in the plan file
+    std::string confirms;                  // the run it does again alone (that run went beside others); "" for none
 };
 
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);

@@ -21,14 +21,15 @@ namespace {
 namespace key {  // the members a record may have, in record_fields() order
 enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
                      absent, collected, lease, exitstatus, complete, note, receipt, unblamed, leftover, phase, final,
-                     bytes, digest };
+                     bytes, digest, finish, fixture, scope, location };
 }
 
 FieldCapture record_fields() {
     return FieldCapture{"event",     "test",     "outcome",  "message", "dirty",      "changed",
                         "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
                         "collected", "lease",    "exitstatus", "complete", "note",     "receipt",
-                        "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest"};
+                        "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest",
+                        "finish",    "fixture",  "scope",    "location"};
 }
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
@@ -76,10 +77,15 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
         case RunRecord::Event::end:
             if (f[key::exitstatus].is_int()) r.exitstatus = static_cast<int>(f[key::exitstatus].integer);
             if (f[key::final].is_int()) r.final = static_cast<int>(f[key::final].integer);
+            if (f[key::finish].is_int()) r.finish = static_cast<int>(f[key::finish].integer);
             break;
         case RunRecord::Event::outside:
             r.phase = required_text(f[key::phase], "phase", where);
             r.changed = &text_list(f[key::changed], "changed", where);
+            r.fixture = optional_text(f[key::fixture], "fixture", where).value_or("");
+            r.scope = optional_text(f[key::scope], "scope", where).value_or("");
+            r.location = optional_text(f[key::location], "location", where).value_or("");
+            r.test = optional_text(f[key::test], "test", where).value_or("");
             break;
         case RunRecord::Event::foreign:
         case RunRecord::Event::order:
@@ -112,7 +118,20 @@ std::string groups_named(const std::vector<std::string_view>* groups) {
     return (groups && groups->size() > 1 ? "groups " : "group ") + out;
 }
 
-std::string when(std::string_view phase) {
+// "at the teardown of session-scoped fixture 'server' (conftest.py:4), in tests/a.py::t": a
+// fixture wider than a test, set up or torn down inside whichever test needed it first or last.
+std::string fixture_phase(const RunRecord& r) {
+    const auto when = r.phase.substr(r.phase.find(' ') + 1);  // "fixture setup" -> "setup"
+    std::string text = "at the " + std::string(when) + " of " + (r.scope.empty() ? "" : std::string(r.scope) + "-scoped ") +
+                       "fixture '" + std::string(r.fixture) + "'";
+    if (!r.location.empty()) text += " (" + std::string(r.location) + ")";
+    text += r.test.empty() ? std::string(", at session end") : ", in " + std::string(r.test) + " (not blamed on it)";
+    return text;
+}
+
+std::string when(const RunRecord& r) {
+    const auto phase = r.phase;
+    if (!r.fixture.empty()) return fixture_phase(r);
     if (phase == "collection")
         return "at start-up or collection (a conftest, plugin or test module imported, a session-start or collection hook)";
     if (phase == "session end") return "at session end (a pytest_sessionfinish or pytest_unconfigure hook)";
@@ -188,10 +207,11 @@ void add_record(RunRecords& run, const RunRecord& r) {
             ++run.processes_ended;
             if (r.exitstatus) run.exit_statuses.push_back(*r.exitstatus);
             if (r.final) run.final_statuses.push_back(*r.final);
+            if (r.finish) run.finish_statuses.push_back(*r.finish);
             break;
         case RunRecord::Event::outside:
             if (r.changed) run.changed_outside.insert(run.changed_outside.end(), r.changed->begin(), r.changed->end());
-            run.doubts.push_back({"outside", "fixture " + groups_named(r.changed) + " changed outside any test, " + when(r.phase),
+            run.doubts.push_back({"outside", "fixture " + groups_named(r.changed) + " changed outside any test, " + when(r),
                                   static_cast<int>(run.sessions.size())});
             break;
         case RunRecord::Event::foreign:

@@ -50,7 +50,8 @@ struct RunRecords {
     std::map<std::string, std::string> interrupted;  // test -> why the interpreter died
     int processes_ended = 0;                         // end records
     std::vector<int> exit_statuses;                  // pytest's, from each end record
-    std::vector<int> final_statuses;                 // the same after every pytest_sessionfinish hook
+    std::vector<int> finish_statuses;                // the same after every pytest_sessionfinish hook
+    std::vector<int> final_statuses;                 // and after every pytest_unconfigure hook before the plugin's
     std::vector<RunDoubt> doubts;
     std::vector<std::string> changed_outside;  // groups its `outside` records name
     int torn = 0;                                    // torn tails the harness cut off
@@ -67,7 +68,7 @@ struct RunRecord {
     enum class Event { session, start, result, end, interrupted, torn, finished, outside, foreign, order, status };
     Event event = Event::torn;
     int line = 0;
-    std::string_view test;     // start, result, interrupted
+    std::string_view test;     // start, result, interrupted; outside: the test a fixture's change was made in
     std::string_view outcome;  // result
     std::string_view message;  // result
     const std::vector<std::string_view>* dirty = nullptr;    // result
@@ -75,7 +76,8 @@ struct RunRecord {
     const std::vector<std::string_view>* unblamed = nullptr;  // result: undeclared changes made while another test's leftovers ran
     std::string_view leftover;  // result: what those leftovers were
     std::string_view reason;   // interrupted, foreign, order, status
-    std::string_view phase;    // outside
+    std::string_view phase;    // outside: "collection", "session end", "fixture setup", "fixture teardown"
+    std::string_view fixture, scope, location;  // outside, made by a fixture wider than a test: its name, scope, file:line
     std::string_view rootdir;  // session
     std::optional<std::string_view> configfile;
     const std::vector<std::string_view>* conftests = nullptr;
@@ -84,7 +86,8 @@ struct RunRecord {
     long collected = 0;
     std::string_view lease;         // session
     std::optional<int> exitstatus;  // end
-    std::optional<int> final;       // end: session.exitstatus after every pytest_sessionfinish hook
+    std::optional<int> finish;      // end: session.exitstatus after every pytest_sessionfinish hook
+    std::optional<int> final;       // end: the same at the plugin's pytest_unconfigure (after the conftests')
     bool complete = false;          // finished
     std::string_view note, receipt;
 };

@@ -19,8 +19,12 @@ std::string ctest_name(const std::string& suite, const std::string& test_id);
 // is skipped as its row says.
 std::string ctest_entries(const SuiteConfig& suite, const std::vector<std::string>& ids, const std::string& verdict_tool);
 
-// The verdict store of the test rows, what each entry prints: "pass: stable: ...", "block: ...",
-// "defer: ...", "skipped: ...", then the outcomes.
+// The exit status of the entry of a test skipped in every run (its SKIP_RETURN_CODE).
+constexpr int kSkippedEntry = 77;
+
+// The verdict store of the test rows, what each entry prints: "<verdict>: <reason>" (the
+// ledger's), "gate: block|defer|pass", then the outcomes and <CTestDetails>; the entry fails
+// when the row blocks and is skipped when the test was skipped in every run.
 void write_verdict_store(const SuiteConfig& suite, const std::vector<LedgerRow>& rows);
 std::filesystem::path verdict_store_file(const SuiteConfig& suite);
 

@@ -32,7 +32,7 @@ std::vector<LedgerRow> receipt_rows(const GateInput& input) { return collection_
 
 std::vector<LedgerRow> build_ledger(const GateInput& input) {
     std::vector<LedgerRow> rows = collection_rows(input);
-    for (auto* more : {&quarantine_rows, &run_rows, &doubt_rows, &runner_rows}) {
+    for (auto* more : {&quarantine_rows, &env_sensitive_rows, &run_rows, &doubt_rows, &runner_rows}) {
         auto extra = (*more)(input);
         rows.insert(rows.end(), extra.begin(), extra.end());
     }

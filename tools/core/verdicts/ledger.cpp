@@ -61,6 +61,7 @@ void write_row(JsonOut& w, const LedgerRow& row) {
     if (row.owner) w.Key("owner"), w.String(*row.owner);
     write_partner(w, row);
     if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
+    write_strings(w, "tests", row.tests);
     w.EndObject();
 }
 

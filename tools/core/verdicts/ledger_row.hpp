@@ -61,6 +61,7 @@ struct LedgerRow {
     std::vector<std::string> cleaners;        // tests that, run between polluter and victim, make it pass
     std::optional<std::string> partner_role;  // polluter or state-setter
     std::optional<std::string> reproduce;     // one shell command, runnable from any directory
+    std::vector<std::string> tests;           // a suite row: the tests it names, all of them (sandbox)
 };
 
 }  // namespace evgate

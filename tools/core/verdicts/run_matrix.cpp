@@ -113,8 +113,9 @@ void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome
         last_outcome_ = {outcomes_.name(number), number + 1};
     }
     cell.outcome = last_outcome_.second;
-    // A reason quotes the message of a failure or skip; nothing reads any other.
-    const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip");
+    // A reason quotes the message of a failure, a skip or a call that never ran; nothing reads any other.
+    const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip" ||
+                                             outcome == kUncalled);
     if (!dirty.empty() || quoted) {
         run.extras[id] = Extra{std::move(dirty), quoted ? std::string(message) : std::string()};
         cell.extra = true;
@@ -139,6 +140,7 @@ void RunMatrix::push(LoadedRun run, RunCells cells) {
     run.records.interrupted = {};
     if (!run.problem.empty()) cells = RunCells{};  // a run that cannot be read has no attempts
     for (const auto& cell : cells.cells) cells.results += cell.outcome != 0;
+    if (!run.plan.confirms.empty()) redone_.insert(run.plan.confirms);
     runs_.push_back(std::move(run));
     cells_.push_back(std::move(cells));
 }
@@ -325,6 +327,7 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
         a.order = plan.order;
         a.column = plan.column;
         a.outcome = outcome;
+        a.beside = redone_.count(plan.id) != 0;
         if (c.extra) {
             const auto& extra = cells_[r].extras.at(*test);
             a.dirty = extra.dirty;

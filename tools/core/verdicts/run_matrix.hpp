@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -95,7 +96,7 @@ private:
     };
     struct Extra {
         std::vector<std::string> dirty;
-        std::string message;  // only that of a failure or skip: what a reason quotes
+        std::string message;  // only that of a failure, a skip or a call that never ran: what a reason quotes
     };
     struct RunCells {
         std::vector<Cell> cells;  // by test number; tests numbered later have none here
@@ -124,6 +125,7 @@ private:
     std::pair<std::string_view, std::uint32_t> last_outcome_{{}, 0};  // the outcome last seen and its cell value (0: none yet)
     std::vector<LoadedRun> runs_;
     std::vector<RunCells> cells_;
+    std::set<std::string> redone_;  // runs another run did again alone (they went beside others)
 };
 
 }  // namespace evgate

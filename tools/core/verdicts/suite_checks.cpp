@@ -40,17 +40,62 @@ LedgerRow receipt_row(const GateInput& input) {
     std::error_code ec;
     if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec))
         return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'");
-    if (!same_config(receipt.configfile, receipt.expected_configfile))
+    if (!same_config(receipt.configfile, receipt.expected_configfile)) {
+        std::vector<std::string> chosen_by;  // an option that names another config file or rootdir
+        for (const auto& option : receipt.thinning)
+            for (const char* name : {"-c ", "--config-file", "--inifile", "--rootdir"})
+                if (option.rfind(name, 0) == 0) chosen_by.push_back(option);
         return suite_row("receipt", Verdict::missing,
                          "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
-                             "', but the project's is '" + receipt.expected_configfile.value_or("(none)") +
-                             "': a stray config file re-rooted collection");
+                             "', but the project's is '" + receipt.expected_configfile.value_or("(none)") + "': " +
+                             (chosen_by.empty() ? std::string("a stray config file re-rooted collection")
+                                                : "an option chose another config, and with it other tests: " +
+                                                      list_some(chosen_by, 4)));
+    }
     return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" +
                                                      receipt.configfile.value_or("(none)") + "', " +
                                                      std::to_string(receipt.conftests.size()) + " conftest file(s)");
 }
 
-// Config files that would re-root pytest, options that thin or hollow out the run.
+// Who took a test out of the receipt's collection, in words.
+std::string lost_by(const LostTest& lost, const Receipt& receipt) {
+    if (lost.by.empty()) return "a hook that took it out of the items without pytest_deselected";
+    for (const auto& plugin : receipt.pytest_plugins)
+        if (lost.by.rfind(plugin + " (", 0) == 0) return lost.by + ", a plugin PYTEST_PLUGINS loads";
+    return lost.by;
+}
+
+// The tests hooks took out of the receipt's collection, by who took them: "" when none.
+std::string lost_in_collection(const Receipt& receipt) {
+    if (receipt.deselected.empty()) return "";
+    std::vector<std::pair<std::string, std::vector<std::string>>> by;  // who -> tests, in the order first seen
+    for (const auto& lost : receipt.deselected) {
+        const auto who = lost_by(lost, receipt);
+        auto it = std::find_if(by.begin(), by.end(), [&](const auto& b) { return b.first == who; });
+        if (it == by.end()) it = by.insert(by.end(), {who, {}});
+        it->second.push_back(lost.id);
+    }
+    std::string text = std::to_string(receipt.deselected.size()) + " test(s) deselected in the receipt's collection: ";
+    for (std::size_t i = 0; i < by.size(); ++i)
+        text += (i ? "; " : "") + list_some(by[i].second, 3) + " by " + by[i].first;
+    return text;
+}
+
+// What thins the run: options, hooks that deselect, and PYTEST_PLUGINS (which nothing in the
+// project names) beside them; "" when nothing does.
+std::string thinning_reason(const Receipt& receipt) {
+    std::vector<std::string> parts;
+    if (!receipt.thinning.empty()) parts.push_back("options thin the run: " + list_some(receipt.thinning, 10));
+    if (auto lost = lost_in_collection(receipt); !lost.empty()) parts.push_back(std::move(lost));
+    if (parts.empty()) return "";
+    if (!receipt.pytest_plugins.empty())
+        parts.push_back("PYTEST_PLUGINS in the environment loads " + list_some(receipt.pytest_plugins));
+    std::string reason;
+    for (const auto& part : parts) reason += (reason.empty() ? "" : "; ") + part;
+    return reason + " (a baseline catches what they drop)";
+}
+
+// Config files that would re-root pytest, options and hooks that thin or hollow out the run.
 std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     std::vector<LedgerRow> rows{receipt_row(input)};
     const auto& receipt = input.receipt;
@@ -58,9 +103,7 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
         rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
     }
-    if (!receipt.thinning.empty())
-        rows.push_back(warning_row("thinning", "options thin the run: " + list_some(receipt.thinning, 10) +
-                                                   " (a baseline catches what they drop)"));
+    if (auto thinning = thinning_reason(receipt); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
     if (!receipt.hollow.empty())
         rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +
@@ -125,8 +168,21 @@ private:
     std::unordered_set<std::string> known_;
 };
 
+// Tests a run's pytest collected that the receipt lacks (so no run planned them), and why the
+// receipt lacks them where it knows.
+std::string unlisted_trouble(const std::vector<std::string>& extra, const Receipt& receipt) {
+    std::string why = "added since the receipt was taken, or collected in runs only";
+    const auto lost = std::find_if(receipt.deselected.begin(), receipt.deselected.end(),
+                                   [&](const LostTest& t) { return t.id == extra.front(); });
+    if (lost != receipt.deselected.end())
+        why = (extra.size() > 1 ? "the first " : "") + std::string("deselected in the receipt's collection by ") +
+              lost_by(*lost, receipt) + "; in this run evidence-gate's order left it out, and the hook came after it";
+    return "the receipt lacks tests pytest collected in this run, so no run planned them: " + list_some(extra) + " (" +
+           why + ")";
+}
+
 // What a run's pytest processes saw that the receipt does not: another rootdir, configfile or
-// conftest set, tests it does not list; else "".
+// conftest set, tests it lacks; else "".
 std::string session_trouble(const RunRecords& r, const Receipt& receipt, UnknownIds& unknown) {
     for (const auto& s : r.sessions) {
         if (s.rootdir != receipt.rootdir)
@@ -136,7 +192,7 @@ std::string session_trouble(const RunRecords& r, const Receipt& receipt, Unknown
                    receipt.configfile.value_or("none") + "'";
         if (s.conftests != receipt.conftests) return "pytest loaded other conftest files than the receipt lists";
         if (auto extra = unknown.of(s.unlisted); !extra.empty())
-            return "pytest collected tests the receipt does not list: " + list_some(extra);
+            return unlisted_trouble(extra, receipt);
     }
     return "";
 }
@@ -227,20 +283,38 @@ bool names_sandboxed_place(const std::string& message, const GateInput& input) {
     return (fresh("HOME") && names_home(message, input)) || (fresh("TMPDIR") && names_tmpdir(message, input));
 }
 
-// A skipped test whose every local attempt was skipped, one of them for a reason that points at
-// the sandbox: "<test> ('<reason>')", else "".
-std::string skipped_in_sandbox(const LedgerRow& row, const GateInput& input) {
-    bool everywhere = true, pointed = false;
+// A test every run of this machine skipped (every seed, rerun and the perturbed run; runners
+// are other machines' homes): the first skip reason, and whether one of them points at the sandbox.
+struct SkippedEverywhere {
     std::string reason;
+    bool points_at_sandbox = false;
+};
+
+std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const GateInput& input) {
+    // Only a row with a skip among its outcomes can be one: the attempts of the rest are not looked up.
+    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return o.second == "skipped"; }))
+        return std::nullopt;
+    SkippedEverywhere skipped;
+    bool any = false;
     for (const auto& a : input.runs.attempts(row.test)) {
-        if (a.column == Column::runner) continue;  // another machine's home: not our sandbox
-        everywhere = everywhere && outcome_class(a.outcome) == "skip";
-        if (!pointed && names_sandboxed_place(a.message, input)) {
-            pointed = true;
-            reason = a.message;
+        if (a.column == Column::runner) continue;
+        if (outcome_class(a.outcome) != "skip") return std::nullopt;
+        if (!any) skipped.reason = a.message;
+        any = true;
+        if (!skipped.points_at_sandbox && names_sandboxed_place(a.message, input)) {
+            skipped.points_at_sandbox = true;
+            skipped.reason = a.message;
         }
     }
-    return everywhere && pointed ? row.test + " ('" + reason + "')" : "";
+    if (!any) return std::nullopt;
+    return skipped;
+}
+
+// What every run's sandbox holds, as the receipt says: "HOME, TMPDIR, XDG_CONFIG_HOME, ...".
+std::string sandboxed_names(const Receipt& receipt) {
+    if (receipt.sandbox_dir.empty() && receipt.sandboxed.empty()) return "HOME and TMPDIR";  // a receipt that does not say
+    if (receipt.sandboxed.empty()) return "";
+    return list_some(receipt.sandboxed, receipt.sandboxed.size());
 }
 
 }  // namespace
@@ -322,19 +396,47 @@ std::vector<LedgerRow> runner_rows(const GateInput& input) {
     return rows;
 }
 
+std::vector<LedgerRow> env_sensitive_rows(const GateInput& input) {
+    std::vector<LedgerRow> rows;
+    const Date horizon{input.today.year + 1, input.today.month, input.today.day};
+    for (const auto& test : input.receipt.tests) {
+        if (!test.env_sensitive) continue;
+        const auto until = parse_date(test.env_sensitive->until);
+        if (!until || !(*until > horizon)) continue;  // a malformed marker: its test row says so
+        rows.push_back(warning_row("env_sensitive:" + test.id,
+                                   "the env_sensitive marker of '" + test.id + "' (until " + to_string(*until) + ", owner " +
+                                       test.env_sensitive->owner + ") is dated more than a year after today (" +
+                                       to_string(input.today) + "): a deferral is a dated promise, not a standing exception"));
+    }
+    return rows;
+}
+
 std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first) {
-    std::vector<std::string> tests;
-    for (auto i = first; i < rows.size(); ++i)
-        if (rows[i].verdict == Verdict::skipped)
-            if (auto test = skipped_in_sandbox(rows[i], input); !test.empty()) tests.push_back(std::move(test));
+    std::vector<std::string> tests, described, pointed;
+    for (auto i = first; i < rows.size(); ++i) {
+        const auto skipped = skipped_everywhere(rows[i], input);
+        if (!skipped) continue;
+        tests.push_back(rows[i].test);
+        described.push_back(rows[i].test + (skipped->reason.empty() ? "" : " ('" + skipped->reason + "')"));
+        if (skipped->points_at_sandbox) pointed.push_back(rows[i].test);
+    }
     if (tests.empty()) return std::nullopt;
     const auto dir = input.receipt.sandbox_dir.empty() ? std::string("the evidence directory") : "'" + input.receipt.sandbox_dir + "'";
-    return warning_row("sandbox", std::to_string(tests.size()) + " test(s) skipped in every run for a reason that points at "
-                                  "the home or temp dir, which every run gets fresh and empty (below " + dir + "): " +
-                                  list_some(tests) + "; plain pytest runs them with your own HOME" +
-                                  (input.home.empty() ? "" : " ('" + input.home + "')") +
-                                  " and TMPDIR, where they may run, and pass or fail: give the test what it needs "
-                                  "(a fixture that writes it), or pin HOME with ENVIRONMENT");
+    const auto names = sandboxed_names(input.receipt);
+    std::string reason = std::to_string(tests.size()) + " test(s) skipped in every run on this machine: " +
+                         list_some(described, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") + "; ";
+    reason += names.empty() ? "the suite pins what the sandbox would replace (ENVIRONMENT)"
+                            : "every run has its own empty " + names + " (below " + dir + ")";
+    if (!pointed.empty())
+        reason += "; " + std::to_string(pointed.size()) + " of them for a reason that points at the home or temp dir (" +
+                  list_some(pointed) + ")";
+    if (!names.empty())
+        reason += "; plain pytest runs them with your own HOME" + (input.home.empty() ? "" : " ('" + input.home + "')") +
+                  ", TMPDIR and XDG directories, where they may run, and pass or fail: give a test what it needs (a "
+                  "fixture that writes it), or pin the variable with ENVIRONMENT";
+    auto row = warning_row("sandbox", std::move(reason));
+    row.tests = std::move(tests);
+    return row;
 }
 
 }  // namespace evgate

@@ -1,9 +1,10 @@
 // The suite's own rows (scope "suite"), one per check: did pytest run the suite the project
 // means (receipt, options, collection, baseline), did the source tree stay as it was outside
 // every lease, did every run finish and see what the receipt saw (run, doubts), is every runner
-// bundle and shard a column, are the quarantine's entries dated promises about collected tests,
-// and do skips point at the sandbox. A check passes, warns (passes, `warning`), or blocks with
-// the table's verdict: missing evidence, an interrupted run, a polluter without a test.
+// bundle and shard a column, are the quarantine's entries and env_sensitive markers dated
+// promises about collected tests, and is any test skipped in every run (the sandbox may be why).
+// A check passes, warns (passes, `warning`), or blocks with the table's verdict: missing
+// evidence, an interrupted run, a polluter without a test.
 #pragma once
 
 #include <cstddef>
@@ -18,14 +19,18 @@ namespace evgate {
 std::vector<LedgerRow> collection_rows(const GateInput& input);
 // quarantine:<file>:<line>: entries that defer nothing collected, or are dated over a year ahead.
 std::vector<LedgerRow> quarantine_rows(const GateInput& input);
+// env_sensitive:<test>: env_sensitive markers dated more than a year ahead, as quarantine entries.
+std::vector<LedgerRow> env_sensitive_rows(const GateInput& input);
 // run:<id>: every expected run is there, finished, and saw what the receipt saw.
 std::vector<LedgerRow> run_rows(const GateInput& input);
 // <check>:<run>: what a run's records doubt it by (run_records.hpp, RunDoubt).
 std::vector<LedgerRow> doubt_rows(const GateInput& input);
 // runner:<name>, shard:<dir>: every runner bundle is a column or a blocking row.
 std::vector<LedgerRow> runner_rows(const GateInput& input);
-// sandbox: tests skipped in every run for a reason that points at the fresh HOME or TMPDIR each
-// run gets, among the test rows rows[first...]; nullopt when none is.
+// sandbox: every test skipped in every run of this machine (every seed and the perturbed run)
+// among the test rows rows[first...], all of them in the row's `tests`, with the sandbox each run
+// had and which of them skip for a reason that points at it; nullopt when none is. Under plain
+// pytest, with the user's HOME, such a test may run (and fail).
 std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first);
 
 }  // namespace evgate

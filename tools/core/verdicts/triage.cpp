@@ -19,10 +19,16 @@ Observations observe(const std::vector<Attempt>& attempts) {
         }
         if (a.outcome == "interrupted") o.interrupted.push_back(a.run);
         if (a.outcome == "missing") o.missing.push_back(a.run);
+        if (a.outcome == kUncalled) {
+            o.uncalled.push_back(a.run);
+            note_message(o.uncalled_message, a);
+        }
         const auto cls = std::string(outcome_class(a.outcome));
         if (cls == "fail") note_message(o.fail_message, a);
         if (cls == "skip") note_message(o.skip_message, a);
         if (cls.empty()) continue;
+        if (a.beside) o.beside_by_class[cls].push_back(a.run);
+        else o.seen_not_beside.insert(cls);
         if (a.column != Column::local) {
             o.remote_runs_by_class[cls].push_back(a.run);
             if (a.column == Column::runner) o.runner_runs_by_class[cls].push_back(a.run);
@@ -85,6 +91,14 @@ bool Observations::outcomes_differ() const {
 }
 
 bool Observations::passes_locally() const { return count("pass") && !count("fail"); }
+
+std::string Observations::failed_only_beside() const {
+    const auto beside = beside_by_class.find("fail");
+    if (beside == beside_by_class.end() || seen_not_beside.count("fail")) return "";
+    return "; it failed only in runs that went beside other runs (" + some_of(beside->second) +
+           ") and passed when they were done again alone: it may collide with another copy of itself (a fixed path "
+           "outside ROOT, a port, a server) or be nondeterministic, and neither is a pass";
+}
 
 bool Observations::fails_locally() const { return runs_by_class.size() == 1 && count("fail"); }
 

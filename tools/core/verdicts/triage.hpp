@@ -21,10 +21,11 @@ bool parse_column(std::string_view text, Column& column);
 struct Attempt {
     std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
     std::string order;    // which order it ran in: reruns share their seed's; "alone" runs are their own
-    std::string outcome;  // passed failed error skipped xfailed xpassed interrupted missing
+    std::string outcome;  // passed failed error skipped xfailed xpassed uncalled interrupted missing
     std::vector<std::string> dirty;
     std::string message;
     Column column = Column::local;
+    bool beside = false;  // the run went beside other runs and was done again alone
 };
 
 struct Classification {
@@ -39,6 +40,10 @@ Classification classify(const std::vector<Attempt>& attempts);
 // pass / fail / skip: what an outcome says about the test, or "" for no result.
 std::string_view outcome_class(std::string_view outcome);
 
+// The outcome of a test whose call phase never ran though it was neither skipped nor failed in
+// setup (a plugin's or conftest's pytest_runtest_protocol left it out): no result, never a pass.
+constexpr std::string_view kUncalled = "uncalled";
+
 // How the plugin names a file it saw a test change in the source tree, outside the groups.
 constexpr std::string_view kSourceTreePrefix = "(source tree):";
 
@@ -52,10 +57,13 @@ struct Observations {
     std::map<std::string, Runs> remote_runs_by_class;                // runners and perturbed
     std::map<std::string, Runs> runner_runs_by_class;                // runners only
     Runs interrupted, missing;
+    Runs uncalled;                 // runs whose records say its call phase never ran
     std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
     Runs dirtied_in;
     bool alone_tried = false;
-    std::string fail_message, skip_message;  // ": <message>" of the first such attempt with one, else ""
+    std::map<std::string, Runs> beside_by_class;  // runs that went beside others and were done again alone
+    std::set<std::string> seen_not_beside;        // classes seen in a run that was not
+    std::string fail_message, skip_message, uncalled_message;  // ": <message>" of the first such attempt with one, else ""
 
     std::size_t count(const std::string& cls) const;  // local runs with a result of this class
     std::string runs(const std::string& cls) const;   // some of them, for a reason
@@ -65,6 +73,9 @@ struct Observations {
     bool outcomes_differ() const;
     bool passes_locally() const;  // passes, never fails (skips in some orders do not count against it)
     bool fails_locally() const;   // fails in every local run that has a result
+    // "; it failed only in runs that went beside others ..." when every failure was seen only in
+    // runs done again alone since (which did not fail again), else "".
+    std::string failed_only_beside() const;
 };
 
 // "a, b, c" and "seed.1, seed.4, seed.5 and 3 more" (short enough for one line of a reason).

@@ -187,13 +187,25 @@ std::optional<std::string> find_verdict(const std::filesystem::path& store, std:
 EntryOutput entry_output(const std::filesystem::path& store, std::string_view test) {
     StoreFile file(store);
     if (!file.exists())
-        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run\n", 1};
+        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run\n"
+                "<CTestDetails>no verdict: the ledger step has not run</CTestDetails>\n", 1};
     auto text = file.find(test);
     if (!text)
         return {"no verdict: " + std::string(test) + " has no row in the ledger: pytest does not collect it any more (renamed " +
-                    "or removed?), so this entry is older than the collection; the next ctest registers the entries anew\n",
+                    "or removed?), so this entry is older than the collection; the next ctest registers the entries anew\n"
+                    "<CTestDetails>no verdict: no longer collected</CTestDetails>\n",
                 1};
-    return {std::move(*text), 0};
+    // The entry's exit status on a line of its own, then what it prints.
+    const auto newline = text->find('\n');
+    const auto status = std::string_view(*text).substr(0, newline);
+    if (newline == std::string::npos || status.empty() || status.size() > 3 ||
+        status.find_first_not_of("0123456789") != std::string_view::npos)
+        return {"no verdict: the store's record of " + std::string(test) + " has no exit status: " + store.string() +
+                    " was written by another version of evgate; run the ledger step again\n",
+                1};
+    int code = 0;
+    for (char c : status) code = code * 10 + (c - '0');
+    return {text->substr(newline + 1), code};
 }
 
 }  // namespace evgate

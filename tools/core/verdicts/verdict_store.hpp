@@ -43,9 +43,10 @@ private:
 // when the file is not a verdict store.
 std::optional<std::string> find_verdict(const std::filesystem::path& store, std::string_view test);
 
-// What a per-test entry prints, and its exit status: the test's verdict and 0, or, for a test the
-// store does not know (no longer collected, or the ledger step did not run), why and 1: never
-// a silent pass.
+// What a per-test entry prints, and its exit status. The store holds, for each test, the status
+// on a line of its own and then the text (what ctest_entries.cpp writes); a test the store does
+// not know (no longer collected, or the ledger step did not run) prints why and fails: never a
+// silent pass.
 struct EntryOutput {
     std::string text;
     int status = 0;

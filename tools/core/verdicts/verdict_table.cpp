@@ -32,7 +32,7 @@ Reason flaky(const Observations& o) {
     if (order == nullptr) return std::nullopt;
     return "outcome differs between runs of the same order (" + *order + "): passes in " +
            (o.count("pass") ? o.runs("pass") : "none") + ", fails in " + (o.count("fail") ? o.runs("fail") : "none") +
-           o.fail_message;
+           o.failed_only_beside() + o.fail_message;
 }
 
 Reason order_dependent(const Observations& o) {
@@ -68,7 +68,7 @@ Reason failing(const Observations& o) {
 Reason portability_gap(const Observations& o) {
     const auto failed = o.remote_runs_by_class.find("fail");
     if (!o.passes_locally() || failed == o.remote_runs_by_class.end()) return std::nullopt;
-    return "passes in every local run but fails in " + some_of(failed->second) + o.fail_message;
+    return "passes in every local run but fails in " + some_of(failed->second) + o.failed_only_beside() + o.fail_message;
 }
 
 Reason runner_only_pass(const Observations& o) {
@@ -78,8 +78,13 @@ Reason runner_only_pass(const Observations& o) {
 }
 
 Reason missing(const Observations& o) {
-    if (o.missing.empty()) return std::nullopt;
-    return "collected, but no result in " + some_of(o.missing);
+    if (o.missing.empty() && o.uncalled.empty()) return std::nullopt;
+    std::string reason;
+    if (!o.missing.empty()) reason = "collected, but no result in " + some_of(o.missing);
+    if (!o.uncalled.empty())
+        reason += (reason.empty() ? "collected, but its call phase never ran in " : "; its call phase never ran in ") +
+                  some_of(o.uncalled) + o.uncalled_message;
+    return reason;
 }
 
 Reason interrupted(const Observations& o) {
@@ -117,7 +122,7 @@ constexpr std::array<VerdictInfo, kVerdictCount> kTable{{
     {V::runner_only_pass, "runner-only-pass", 60, Gate::block, D::none, R::alone, S::gate, E::pass, C::purple, 'r',
      "fails locally, passes on a runner", runner_only_pass},
     {V::missing, "missing", 30, Gate::block, D::none, R::nothing, S::gate, E::nothing, C::yellow, '?',
-     "collected but has no result", missing},
+     "collected but has no result (or its call phase never ran)", missing},
     {V::interrupted, "interrupted", 20, Gate::block, D::none, R::order_it_died_in, S::gate, E::nothing, C::black, '!',
      "the interpreter died or was killed while it ran", interrupted},
 }};

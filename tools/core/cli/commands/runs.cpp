@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/confirm_alone.hpp"
 #include "runs/culprits.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
@@ -78,7 +79,10 @@ int cmd_receipt(Invocation& in) {
     FixtureStore store(suite);
     // Its pytest stays, collected, as the server of every run's fork (fork_server.hpp).
     ForkServerStart serving(suite);
-    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] { receipt = take_receipt(suite, serving.hooks()); });
+    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
+        const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
+        receipt = take_receipt(suite, &pristine, serving.hooks());
+    });
     if (changed.changed())
         std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
@@ -124,7 +128,7 @@ void report_run(const RunPlan& plan, const RunSummary& summary, const SuiteConfi
     std::cout << "evgate: " << suite.name << ": " << plan.id << ": " << summary.results << " of "
               << plan.tests.size() << " tests ran, " << summary.failed << " failed, " << summary.interrupted.size()
               << " interrupted, " << summary.processes << " pytest process(es) (" << summary.isolation << ")"
-              << (summary.note.empty() ? "" : "; " + summary.note) << '\n';
+              << (summary.note.empty() ? "" : "; " + summary.note) << std::endl;  // as it happens, under ctest -V
 }
 
 // Runs a plan and says how it went; 1 only when pytest never ran the tests (a failing test
@@ -182,15 +186,20 @@ int cmd_release(Invocation& in) {
 
 int cmd_localise(Invocation& in) {
     const auto& suite = in.suite();
-    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs);
     int runs = 0;
-    for (const auto& c : culprits) {
+    LocaliseProgress progress;  // a line as each search starts and ends, flushed: ctest -V shows them as they come
+    progress.starting = [&](const std::string& test) {
+        std::cout << "evgate: " << suite.name << ": localising " << test << " (at most " << suite.localise_runs
+                  << " pytest runs)" << std::endl;
+    };
+    progress.done = [&](const Culprit& c) {
         const auto& f = c.found;
         runs += f.runs_used;
         std::cout << "evgate: " << suite.name << ": " << f.test << ": " << to_string(f.role);
         if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
-        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << '\n';
-    }
+        std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << std::endl;
+    };
+    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
 }
@@ -258,7 +267,28 @@ bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.
 
 // A run of the alone pass: one test, first after the collection (cmd_alone).
 bool is_first(const RunPlan& plan) {
-    return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos;
+    return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos &&
+           plan.confirms.empty();
+}
+
+// Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
+// run (runs_to_confirm): the runs it does not are done again, alone, each as a run of its own
+// beside the first (whose records stay evidence), until it does or every such run was redone.
+int confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, bool failures) {
+    int status = 0;
+    for (;;) {  // each run is done again alone at most once
+        const auto spans = read_spans(suite.root);
+        const auto redo = runs_to_confirm(load_runs(suite, receipt.id),
+                                          [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
+        if (redo.empty()) return status;
+        for (const auto& id : redo) {
+            const auto plan = apart_plan(read_plan(plan_file(suite, id)));
+            std::cout << "evgate: " << suite.name << ": " << id
+                      << " ran beside other runs and holds an outcome no run alone confirms; running it again, alone, as "
+                      << plan.id << "\n";
+            status |= run_and_report(suite, receipt, store, plan);
+        }
+    }
 }
 
 }  // namespace
@@ -270,21 +300,31 @@ int cmd_rerun(Invocation& in) {
     int status = 0;
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_runs(suite, receipt.id))
-        if (is_seed(run.plan) || run.plan.column == Column::perturbed) status |= redo_if_overlapped(suite, receipt, store, run.plan);
-    std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
-    for (auto& run : load_runs(suite, receipt.id)) {
-        if (is_seed(run.plan) || is_first(run.plan)) {
-            seeds.push_back(std::move(run));
-        } else if (run.plan.column == Column::local) {  // a rerun of an earlier invocation
+        if (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty()))
+            status |= redo_if_overlapped(suite, receipt, store, run.plan);
+    for (const auto& run : load_runs(suite, receipt.id)) {
+        const bool kept = is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
+        if (!kept || !run.plan.confirms.empty()) {  // a rerun or a redo of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
     }
+    status |= confirm_alone(suite, receipt, store, false);  // the reruns are planned from what the seeds show alone
+    std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
+    for (auto& run : load_runs(suite, receipt.id))
+        if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(std::move(run));
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
+    // What this step will do before it does it (a line per run follows as each ends).
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) to run";
+    constexpr std::size_t named = 8;
+    for (std::size_t i = 0; i < std::min(plans.size(), named); ++i) std::cout << (i == 0 ? ": " : ", ") << plans[i].id;
+    if (plans.size() > named) std::cout << " and " << plans.size() - named << " more";
+    std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
-    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s)\n";
+    status |= confirm_alone(suite, receipt, store, true);
+    std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
     return status;
 }
 

@@ -1,0 +1,88 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "runs/pytest_command.hpp"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using namespace evgate;
+using evgate::test::Env;
+using evgate::test::TempDir;
+
+namespace {
+
+SuiteConfig suite_in(const fs::path& dir, std::vector<std::string> environment = {}) {
+    SuiteConfig suite;
+    suite.name = "s";
+    suite.root = dir / "src";
+    suite.evidence_dir = dir / "evidence";
+    suite.plugin_dir = dir / "plugin";
+    suite.python = "/usr/bin/python3";
+    suite.environment = std::move(environment);
+    return suite;
+}
+
+// The value of `name` in a process's environment; nullopt when it is not set.
+std::optional<std::string> value_of(const ProcessSpec& spec, const std::string& name) {
+    std::optional<std::string> value;
+    for (const auto& e : spec.environment)
+        if (e.rfind(name + "=", 0) == 0) value = e.substr(name.size() + 1);  // the last one wins, as for execve
+    return value;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+TEST_CASE("every pytest process gets HOME, TMPDIR and the XDG base directories in its sandbox", "[pytest_command]") {
+    TempDir t;
+    const Env config("XDG_CONFIG_HOME", std::string("/home/ana/.config"));
+    const Env data("XDG_DATA_HOME", std::string("/home/ana/.local/share"));
+    const Env mpl("MPLCONFIGDIR", std::string("/home/ana/.mpl"));
+    const Env runtime("XDG_RUNTIME_DIR", std::string("/run/user/1000"));
+    const auto suite = suite_in(t.path);
+    const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "seed.0.log");
+    const auto sandbox = suite.evidence_dir / "sandbox" / "seed.0";
+    CHECK(value_of(spec, "HOME") == (sandbox / "home").string());
+    CHECK(value_of(spec, "TMPDIR") == (sandbox / "tmp").string());
+    CHECK(value_of(spec, "XDG_CONFIG_HOME") == (sandbox / "home/.config").string());
+    CHECK(value_of(spec, "XDG_CACHE_HOME") == (sandbox / "home/.cache").string());
+    CHECK(value_of(spec, "XDG_DATA_HOME") == (sandbox / "home/.local/share").string());
+    CHECK(value_of(spec, "XDG_STATE_HOME") == (sandbox / "home/.local/state").string());
+    CHECK_FALSE(value_of(spec, "MPLCONFIGDIR"));  // dropped: matplotlib falls back to the sandboxed home
+    CHECK(value_of(spec, "XDG_RUNTIME_DIR") == "/run/user/1000");  // sockets, not the home
+    for (const auto& e : spec.environment) CHECK(e.find("/home/ana") == std::string::npos);
+}
+
+TEST_CASE("a suite that pins HOME keeps the XDG directories below its own HOME", "[pytest_command]") {
+    TempDir t;
+    const Env config("XDG_CONFIG_HOME", std::string("/home/ana/.config"));
+    const Env cache("XDG_CACHE_HOME", std::nullopt);
+    const auto suite = suite_in(t.path, {"HOME=/srv/fixture-home", "XDG_DATA_HOME=/srv/data"});
+    const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "receipt.log");
+    CHECK(value_of(spec, "HOME") == "/srv/fixture-home");
+    CHECK(value_of(spec, "XDG_DATA_HOME") == "/srv/data");
+    CHECK_FALSE(value_of(spec, "XDG_CONFIG_HOME"));  // unset: below the pinned HOME, as the specification says
+    const auto env = sandbox_environment(suite, "/b/sandbox/<run>");
+    CHECK(env.fresh == std::vector<std::string>{"TMPDIR"});
+    CHECK(env.pinned == std::vector<std::string>{"HOME", "XDG_DATA_HOME"});
+    CHECK(has(env.dropped, "XDG_CONFIG_HOME"));
+    CHECK_FALSE(has(env.dropped, "XDG_CACHE_HOME"));  // only what is set is dropped
+}
+
+TEST_CASE("a PYTHONPATH in ENVIRONMENT is appended after the plugin's directory, never replacing it", "[pytest_command]") {
+    TempDir t;
+    const Env inherited("PYTHONPATH", std::string("/from/ctest"));
+    const auto suite = suite_in(t.path, {"PYTHONPATH=/corp/plugins:/corp/lib", "TZ=UTC"});
+    const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "seed.1.log");
+    CHECK(value_of(spec, "PYTHONPATH") == (t.path / "plugin").string() + ":/corp/plugins:/corp/lib:/from/ctest");
+    CHECK(value_of(spec, "TZ") == "UTC");
+    CHECK(std::count_if(spec.environment.begin(), spec.environment.end(),
+                        [](const std::string& e) { return e.rfind("PYTHONPATH=", 0) == 0; }) == 1);
+    const Env none("PYTHONPATH", std::nullopt);
+    CHECK(value_of(pytest_process(suite_in(t.path), {}, suite.evidence_dir / "logs" / "x.log"), "PYTHONPATH") ==
+          (t.path / "plugin").string());
+}
