@@ -345,6 +345,7 @@ def test_every_step_has_a_ctest_timeout_derived_from_timeout(project):
     expected = {f"{SUITE}.{step}": one for step in ("fixtures", "restore", "manifest", "receipt", "ledger", "gate",
                                                     "baseline-update", "release")}
     expected.update({f"{SUITE}.seed.{k}": run_step for k in range(3)})
+    expected[f"{SUITE}.alone"] = run_step
     expected.update({f"{SUITE}.perturbed": run_step, f"{SUITE}.rerun": (2 + 2) * (2 * 1 + 2) * 7 + 30,
                      f"{SUITE}.localise": (10 * 3 + 2) * 7 + 30, f"{SUITE}/{TEST_FILE}::test_one": 60})
     assert timeouts == expected, timeouts

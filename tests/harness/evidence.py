@@ -88,6 +88,12 @@ def record_damage(runs_dir):
     return corrupt, torn
 
 
+def planned_by_run(runs_dir):
+    """{run id: {test ids its plan lists}} from the plan files (<id>.plan.json)."""
+    return {path.name[:-len(".plan.json")]: set(json.loads(path.read_text())["tests"])
+            for path in Path(runs_dir).glob("*.plan.json")}
+
+
 def results_by_run(runs_dir):
     """{run id: {test ids with a result record}} from whole records."""
     results = {}

@@ -223,7 +223,7 @@ def test_a_fork_runs_an_order_as_a_fresh_pytest_would(served):
     assert [r["test"] for r in records if r["event"] == "start"] == order
     # test_three ran before test_one in this fork: no state from another fork or the server.
     assert results(records) == {IDS[0]: "passed", IDS[1]: "passed", IDS[2]: "failed", IDS[3]: "passed", IDS[4]: "failed"}
-    assert records[-1] == {"event": "end", "exitstatus": 1, "final": 1, "lease": None, "lease_note": None}
+    assert records[-1] == {"event": "end", "exitstatus": 1, "finish": 1, "final": 1, "lease": None, "lease_note": None}
     assert "this run is a fork" in log and "AssertionError: boom" in log and "2 failed, 3 passed" in log
     # The next fork starts from the collected session again, not from the last fork.
     ended, records, _ = served.run([IDS[0], IDS[2]], run_id="seed.2")
