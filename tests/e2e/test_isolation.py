@@ -34,6 +34,8 @@ def rows(binary):
     for suite_file in sorted((binary / "evidence").glob("*/ledger.jsonl")):
         ledger = Ledger(binary, suite_file.parent.name)
         for row in ledger.rows:
+            if row["test"].endswith(".apart"):  # the suite row of a redo alone: only where runs overlapped
+                continue
             kept = {key: row.get(key) for key in ("verdict", "gate", "outcomes", "partner", "partner_role")}
             if kept["outcomes"]:  # a run done again alone exists only where runs happened to overlap (-j2)
                 kept["outcomes"] = {run: o for run, o in kept["outcomes"].items() if not run.endswith(".apart")}

@@ -56,7 +56,15 @@ Invocation::Invocation(po::variables_map options, Loads loads) : options_(std::m
     receipt_ = load_receipt(suite_->receipt_file());
     if (loads == Loads::receipt) return;
     store_.emplace(*suite_);
-    store_->restore_if_pending();
+    say_restored(*suite_, store_->restore_if_pending());
+}
+
+void say_restored(const SuiteConfig& suite, const InterruptedRestore& restored) {
+    if (!restored) return;
+    std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run (a step killed "
+              << "by its CTest TIMEOUT, or by hand"
+              << (restored.kept.empty() ? std::string() : "; what it left is kept in " + restored.kept.string()) << ")"
+              << std::endl;
 }
 
 std::string command_help(const Command& command) {

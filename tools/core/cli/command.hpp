@@ -83,4 +83,8 @@ int run_command(const Command& command, const Args& args);
 // The command's --help text.
 std::string command_help(const Command& command);
 
+// "evgate: <suite>: restored fixture groups left dirty by an interrupted run ..." when
+// `restored` completed one (any step that takes the tree first does; ctest -V shows which).
+void say_restored(const SuiteConfig& suite, const InterruptedRestore& restored);
+
 }  // namespace evgate

@@ -91,12 +91,8 @@ int cmd_restore(Invocation& in) {
     FixtureStore store(suite);
     if (in.has("pending")) {
         const auto interrupted = store.restore_if_pending();
-        std::cout << "evgate: " << suite.name << ": "
-                  << (interrupted ? "restored fixture groups left dirty by an interrupted run (a step killed by its CTest "
-                                    "TIMEOUT, or by hand)"
-                                  : "no restore pending");
-        if (!interrupted.kept.empty()) std::cout << "; what it left is kept in " << interrupted.kept.string();
-        std::cout << '\n';
+        if (interrupted) say_restored(suite, interrupted);
+        else std::cout << "evgate: " << suite.name << ": no restore pending (any step that takes the tree first completes one)\n";
         return 0;
     }
     const auto changed = store.restore();

@@ -48,11 +48,7 @@ void replay_options(Options& accepted) {
 int cmd_fixtures(Invocation& in) {
     const auto& suite = in.suite();
     FixtureStore store(suite);
-    if (const auto interrupted = store.restore_if_pending()) {
-        std::cout << "evgate: restored fixture groups left dirty by an interrupted run";
-        if (!interrupted.kept.empty()) std::cout << " (what it left is kept in " << interrupted.kept.string() << ")";
-        std::cout << "\n";
-    }
+    say_restored(suite, store.restore_if_pending());
     for (const auto& note : store.snapshot()) std::cout << "evgate: " << suite.name << ": " << note << '\n';
     std::cout << "evgate: " << suite.name << ": " << store.groups().size() << " fixture groups leased\n";
     return 0;

@@ -197,9 +197,7 @@ int cmd_ledger(Invocation& in) {
     const auto& suite = in.suite();
     // The runs are over: a restore a killed run left pending (its step was ended by its CTest
     // TIMEOUT) is completed before anyone reads the fixtures again.
-    if (const auto interrupted = FixtureStore(suite).restore_if_pending())
-        std::cout << "evgate: " << suite.name << ": restored fixture groups left dirty by an interrupted run"
-                  << (interrupted.kept.empty() ? std::string() : " (what it left is kept in " + interrupted.kept.string() + ")") << '\n';
+    say_restored(suite, FixtureStore(suite).restore_if_pending());
     std::size_t runs = 0;
     const auto summary = build_and_write(suite, in, runs);
     print_summary(std::cout, suite.name, summary, runs);  // the gate step prints the rows
