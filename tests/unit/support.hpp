@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -24,6 +25,12 @@ inline std::string sealed(const std::string& records) {
     const std::string before = records.substr(0, start);
     const std::string last = records.substr(start, records.size() - start - 2);  // without "}\n"
     return before + last + R"(,"bytes":)" + std::to_string(before.size()) + R"(,"digest":")" + records_digest(before) + "\"}\n";
+}
+
+// `text` as the whole content of `file`, its directories made first.
+inline void write_text(const std::filesystem::path& file, const std::string& text) {
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << text;
 }
 
 // A fresh directory below the temp dir, removed (whatever it holds) at the end of the test.

@@ -424,3 +424,19 @@ TEST_CASE("a config chosen by an option blocks the receipt naming the option, a 
                                                    !Catch::Contains("-k fast"));
     CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-c ci.ini (PYTEST_ADDOPTS)"));
 }
+
+TEST_CASE("an option naming the config or rootdir pytest would choose anyway is no thinning", "[gate]") {
+    auto input = input_for({"t::a"});
+    input.receipt.thinning = {"-c pytest.ini (addopts)", "--rootdir . (PYTEST_ARGS)"};
+    CHECK_FALSE(has_row(receipt_rows(input), "thinning"));
+    input.receipt.thinning.push_back("-k fast (PYTEST_ADDOPTS)");
+    const auto rows = receipt_rows(input);
+    CHECK_THAT(row_of(rows, "thinning").reason, Catch::Contains("-k fast") && !Catch::Contains("-c pytest.ini"));
+    // Another rootdir: the blocking row names the option too.
+    input.receipt.rootdir = "/elsewhere";
+    input.receipt.thinning = {"--rootdir /elsewhere (PYTEST_ADDOPTS)"};
+    const auto moved = receipt_rows(input);
+    CHECK(row_of(moved, "receipt").gate == Gate::block);
+    CHECK_THAT(row_of(moved, "receipt").reason, Catch::Contains("--rootdir /elsewhere (PYTEST_ADDOPTS)"));
+    CHECK_THAT(row_of(moved, "thinning").reason, Catch::Contains("--rootdir /elsewhere"));
+}

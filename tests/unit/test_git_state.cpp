@@ -9,13 +9,9 @@
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::TempDir;
+using evgate::test::write_text;
 
 namespace {
-
-void write(const fs::path& file, const std::string& text) {
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << text;
-}
 
 // A repository with one commit: tracked.py and .gitignore (ignoring *.log).
 struct Repo {
@@ -23,8 +19,8 @@ struct Repo {
     fs::path root = dir.path / "repo";
     fs::path scratch = dir.path / "git.out";
     Repo() {
-        write(root / "tracked.py", "x = 1\n");
-        write(root / ".gitignore", "*.log\n");
+        write_text(root / "tracked.py", "x = 1\n");
+        write_text(root / ".gitignore", "*.log\n");
         git("init -q");
         git("add -A");
         git("-c user.name=t -c user.email=t@t commit -q -m init");
@@ -51,26 +47,26 @@ TEST_CASE("a clean work tree has no dirty list and a fixed digest", "[git]") {
 
 TEST_CASE("the digest changes with the content of dirty and untracked files, not with ignored or generated ones", "[git]") {
     Repo repo;
-    write(repo.root / "tracked.py", "x = 2\n");
+    write_text(repo.root / "tracked.py", "x = 2\n");
     const auto edited = repo.state();
     CHECK(edited.dirty == std::vector<std::string>{" M tracked.py"});
-    write(repo.root / "tracked.py", "x = 3\n");  // same dirty list, other content
+    write_text(repo.root / "tracked.py", "x = 3\n");  // same dirty list, other content
     const auto again = repo.state();
     CHECK(again.dirty == edited.dirty);
     CHECK(again.digest != edited.digest);
 
-    write(repo.root / "new/helper.py", "y = 1\n");  // a wholly untracked directory: walked
+    write_text(repo.root / "new/helper.py", "y = 1\n");  // a wholly untracked directory: walked
     const auto untracked = repo.state();
     CHECK(dirty_paths(untracked.dirty) == std::vector<std::string>{"new/", "tracked.py"});
-    write(repo.root / "new/helper.py", "y = 2\n");
+    write_text(repo.root / "new/helper.py", "y = 2\n");
     CHECK(repo.state().digest != untracked.digest);
 
     const auto before = repo.state().digest;
-    write(repo.root / "run.log", "ignored\n");
-    write(repo.root / "new/build/CMakeCache.txt", "a build tree\n");
-    write(repo.root / "new/build/evidence/s/ledger.jsonl", "{}\n");
-    write(repo.root / "new/__pycache__/helper.pyc", "bytes\n");
-    write(repo.root / "new/.venv/lib.py", "z\n");
+    write_text(repo.root / "run.log", "ignored\n");
+    write_text(repo.root / "new/build/CMakeCache.txt", "a build tree\n");
+    write_text(repo.root / "new/build/evidence/s/ledger.jsonl", "{}\n");
+    write_text(repo.root / "new/__pycache__/helper.pyc", "bytes\n");
+    write_text(repo.root / "new/.venv/lib.py", "z\n");
     CHECK(repo.state().digest == before);
 
     fs::remove(repo.root / "tracked.py");  // a deleted file counts as absent
@@ -81,19 +77,19 @@ TEST_CASE("the digest changes with the content of dirty and untracked files, not
 
 TEST_CASE("only what lies below ROOT counts", "[git]") {
     Repo repo;
-    write(repo.root / "suite/tests/test_a.py", "def test_a(): pass\n");
+    write_text(repo.root / "suite/tests/test_a.py", "def test_a(): pass\n");
     repo.git("add -A");
     repo.git("-c user.name=t -c user.email=t@t commit -q -m suite");
     const auto suite = repo.root / "suite";
     const auto clean = read_git_state(suite, repo.scratch);
     REQUIRE(clean);
-    write(repo.root / "tracked.py", "x = 2\n");  // beside ROOT: another suite's, a README
-    write(repo.root / "other/new.py", "y\n");
+    write_text(repo.root / "tracked.py", "x = 2\n");  // beside ROOT: another suite's, a README
+    write_text(repo.root / "other/new.py", "y\n");
     const auto beside = read_git_state(suite, repo.scratch);
     CHECK(beside->dirty.empty());
     CHECK(beside->digest == clean->digest);
-    write(suite / "tests/test_a.py", "def test_a(): assert 0\n");
-    write(suite / "tests/new.py", "z\n");
+    write_text(suite / "tests/test_a.py", "def test_a(): assert 0\n");
+    write_text(suite / "tests/new.py", "z\n");
     const auto below = read_git_state(suite, repo.scratch);
     CHECK(dirty_paths(below->dirty) == std::vector<std::string>{"suite/tests/new.py", "suite/tests/test_a.py"});
     CHECK(below->digest != clean->digest);
@@ -101,7 +97,7 @@ TEST_CASE("only what lies below ROOT counts", "[git]") {
 
 TEST_CASE("reading the git state rewrites nothing under .git", "[git]") {
     Repo repo;
-    write(repo.root / "tracked.py", "x = 2\n");
+    write_text(repo.root / "tracked.py", "x = 2\n");
     const auto index = repo.root / ".git" / "index";
     const auto stamp = fs::last_write_time(index);
     repo.state();

@@ -8,13 +8,9 @@
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::TempDir;
+using evgate::test::write_text;
 
 namespace {
-
-void write(const fs::path& file, const std::string& text) {
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << text;
-}
 
 FixtureFile guarded(const std::string& path, const std::string& identity, unsigned mode = 0644) {
     return {path, FileState{identity, mode, 1}};
@@ -32,13 +28,13 @@ struct Monorepo {
     TempDir t;
     fs::path top = t.path / "repo", root = top / "python";
     Monorepo() {
-        write(root / "tests/test_a.py", "import helper\n");
-        write(top / "lib/helper.py", "def answer():\n    return 42\n");
-        write(top / "build/CMakeCache.txt", "");
-        write(top / "build/ext/module.py", "");
-        write(top / "venv/pyvenv.cfg", "");
-        write(top / "venv/lib/dep.py", "");
-        write(t.path / "elsewhere/corp_plugin.py", "");
+        write_text(root / "tests/test_a.py", "import helper\n");
+        write_text(top / "lib/helper.py", "def answer():\n    return 42\n");
+        write_text(top / "build/CMakeCache.txt", "");
+        write_text(top / "build/ext/module.py", "");
+        write_text(top / "venv/pyvenv.cfg", "");
+        write_text(top / "venv/lib/dep.py", "");
+        write_text(t.path / "elsewhere/corp_plugin.py", "");
     }
     Sources list(const std::vector<std::string>& imported, std::vector<fs::path> left_out = {}) const {
         return list_sources({root, top, std::move(left_out)}, {guarded("tests/test_a.py", "sha256:a")}, imported);
@@ -78,7 +74,7 @@ TEST_CASE("sources: an edit outside ROOT changes the digest, and the difference 
     const std::vector<std::string> imported = {(repo.top / "lib/helper.py").string()};
     const auto before = repo.list(imported);
     CHECK(repo.list(imported).digest == before.digest);
-    write(repo.top / "lib/helper.py", "def answer():\n    return 41\n");
+    write_text(repo.top / "lib/helper.py", "def answer():\n    return 41\n");
     const auto after = repo.list(imported);
     REQUIRE(after.digest != before.digest);
     const auto diff = compare_sources(before, after);
@@ -92,14 +88,14 @@ TEST_CASE("sources: an edit outside ROOT changes the digest, and the difference 
 TEST_CASE("sources: the listing reads back only as the one its digest was made of", "[receipt_sources]") {
     TempDir t;
     const auto sources = list_sources({t.path, {}, {}}, {guarded("a.py", "sha256:a"), guarded("b.py", "sha256:b")}, {});
-    write(t.path / "sources.json", sources_json(sources));
+    write_text(t.path / "sources.json", sources_json(sources));
     const auto back = read_sources(t.path / "sources.json");
     REQUIRE(back);
     CHECK(back->digest == sources.digest);
     CHECK(paths(*back) == paths(sources));
     auto text = sources_json(sources);
     text.replace(text.find("sha256:b"), 8, "sha256:B");
-    write(t.path / "sources.json", text);
+    write_text(t.path / "sources.json", text);
     CHECK_FALSE(read_sources(t.path / "sources.json"));
     CHECK_FALSE(read_sources(t.path / "none.json"));
 }

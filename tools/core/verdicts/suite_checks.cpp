@@ -1,6 +1,7 @@
 #include "verdicts/suite_checks.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cctype>
 #include <set>
 #include <unordered_set>
@@ -34,24 +35,40 @@ std::string list_some(const std::vector<std::string>& items, std::size_t shown =
 
 // ------------------------------------------------------------------ the receipt and the collection
 
+// An option (as the receipt lists it, "-c ci.ini (PYTEST_ADDOPTS)") that names a config file or rootdir.
+bool chooses_config(const std::string& option) {
+    for (const char* name : {"-c ", "--config-file ", "--inifile ", "--rootdir "})
+        if (option.rfind(name, 0) == 0) return true;
+    return false;
+}
+
+std::vector<std::string> config_choosers(const Receipt& receipt) {
+    std::vector<std::string> found;
+    std::copy_if(receipt.thinning.begin(), receipt.thinning.end(), std::back_inserter(found), chooses_config);
+    return found;
+}
+
+bool rooted_as_meant(const GateInput& input) {
+    std::error_code ec;
+    return std::filesystem::equivalent(input.receipt.rootdir, input.root, ec) &&
+           same_config(input.receipt.configfile, input.receipt.expected_configfile);
+}
+
 // Did pytest run the suite the project means: rooted at ROOT, with the project's config?
 LedgerRow receipt_row(const GateInput& input) {
     const auto& receipt = input.receipt;
+    const auto chosen_by = config_choosers(receipt);
+    const auto by_option = chosen_by.empty() ? std::string()
+                                             : "an option chose another config, and with it other tests: " + list_some(chosen_by, 4);
     std::error_code ec;
     if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec))
-        return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'");
-    if (!same_config(receipt.configfile, receipt.expected_configfile)) {
-        std::vector<std::string> chosen_by;  // an option that names another config file or rootdir
-        for (const auto& option : receipt.thinning)
-            for (const char* name : {"-c ", "--config-file", "--inifile", "--rootdir"})
-                if (option.rfind(name, 0) == 0) chosen_by.push_back(option);
+        return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root +
+                                                          "'" + (by_option.empty() ? "" : ": " + by_option));
+    if (!same_config(receipt.configfile, receipt.expected_configfile))
         return suite_row("receipt", Verdict::missing,
                          "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
                              "', but the project's is '" + receipt.expected_configfile.value_or("(none)") + "': " +
-                             (chosen_by.empty() ? std::string("a stray config file re-rooted collection")
-                                                : "an option chose another config, and with it other tests: " +
-                                                      list_some(chosen_by, 4)));
-    }
+                             (by_option.empty() ? std::string("a stray config file re-rooted collection") : by_option));
     return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" +
                                                      receipt.configfile.value_or("(none)") + "', " +
                                                      std::to_string(receipt.conftests.size()) + " conftest file(s)");
@@ -82,10 +99,14 @@ std::string lost_in_collection(const Receipt& receipt) {
 }
 
 // What thins the run: options, hooks that deselect, and PYTEST_PLUGINS (which nothing in the
-// project names) beside them; "" when nothing does.
-std::string thinning_reason(const Receipt& receipt) {
+// project names) beside them; "" when nothing does. An option that names the config file or
+// rootdir pytest would have chosen anyway (`rooted`: the receipt row holds) thins nothing.
+std::string thinning_reason(const Receipt& receipt, bool rooted) {
+    std::vector<std::string> options;
+    std::copy_if(receipt.thinning.begin(), receipt.thinning.end(), std::back_inserter(options),
+                 [&](const std::string& option) { return !rooted || !chooses_config(option); });
     std::vector<std::string> parts;
-    if (!receipt.thinning.empty()) parts.push_back("options thin the run: " + list_some(receipt.thinning, 10));
+    if (!options.empty()) parts.push_back("options thin the run: " + list_some(options, 10));
     if (auto lost = lost_in_collection(receipt); !lost.empty()) parts.push_back(std::move(lost));
     if (parts.empty()) return "";
     if (!receipt.pytest_plugins.empty())
@@ -103,7 +124,7 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
         rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
     }
-    if (auto thinning = thinning_reason(receipt); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
+    if (auto thinning = thinning_reason(receipt, rooted_as_meant(input)); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
     if (!receipt.hollow.empty())
         rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +
