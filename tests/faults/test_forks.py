@@ -201,6 +201,70 @@ def test_a_test_that_attacks_the_server_ends_only_its_own_fork(project, how, job
         nothing_left(project)
 
 
+@pytest.mark.parametrize("waits_before", ["test_a_attacks", "test_b_after"])
+def test_a_fork_lost_with_its_server_outside_a_test_goes_on_after_its_last_result(project, tmp_path, waits_before):
+    """seed.1's fork waits outside any test (before its first test, or between its two) while
+    seed.0's test kills the server: seed.1's fork dies with it, through no test of its own. Its
+    order goes on in a process after the last test it finished, no test of it is interrupted,
+    nothing says its pytest stopped after the tests, and its run is complete."""
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    project.write("conftest.py", f"""
+        import pathlib
+        import sys
+        import time
+
+        import pytest
+
+        MEET = pathlib.Path({str(meet)!r})
+
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_protocol(item):
+            # Outside any test: before the plugin's start record. Only seed.1's fork waits (its
+            # process, later, finds the mark there).
+            if "--evidence-gate-run=seed.1" in sys.argv and item.name == {waits_before!r}:
+                if not (MEET / "waiting").exists():
+                    (MEET / "waiting").touch()
+                    time.sleep(60)
+            yield
+    """)
+    project.write(TEST_FILE, f"""
+        import os
+        import pathlib
+        import signal
+        import sys
+        import time
+
+        MEET = pathlib.Path({str(meet)!r})
+
+        def test_a_attacks():
+            if "--evidence-gate-run=seed.0" in sys.argv:
+                deadline = time.monotonic() + 60
+                while not (MEET / "waiting").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                os.kill(os.getppid(), signal.SIGKILL)
+
+        def test_b_after():
+            pass
+    """)
+    project.suite(f"{FAST} RERUNS 0 LOCALISE 0 ALONE OFF TIMEOUT 90 TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence("-j2")
+        expect_never_green(project, result, "a test that kills the server")
+        assert (meet / "waiting").exists(), "seed.1 never waited: the two seeds did not run together"
+        lost = finished(project, "seed.1")
+        assert lost["complete"], lost
+        assert lost["isolation"] == "fork, then process", lost
+        assert "the fork server" in lost.get("isolation_note", ""), lost
+        kept = records(project.evidence_dir() / "runs" / "seed.1.jsonl")
+        assert [r for r in kept if r["event"] in ("interrupted", "status")] == [], kept
+        results = sorted(r["test"].split("::")[-1] for r in kept if r["event"] == "result")
+        assert results == ["test_a_attacks", "test_b_after"], results
+        assert len(sessions(project, "seed.1")) == 2
+        nothing_left(project)
+
+
 # ============================================================== where forks are unsafe
 
 

@@ -60,6 +60,7 @@ struct ProcessResult {
     int stopped = 0;     // the signal that asked evgate to stop while it ran (the child was killed)
     std::chrono::milliseconds test_timed_out{0};  // the TEST_TIMEOUT a test exceeded (the child was killed)
     std::string note;    // what else is known of its end ("the fork server was gone")
+    bool server_lost = false;  // a fork whose server ended (or fell silent) while it ran
     std::chrono::milliseconds elapsed{0};
 
     bool exited_with(int code) const { return signal == 0 && !timed_out && test_timed_out.count() == 0 && exit_code == code; }

@@ -356,6 +356,7 @@ ProcessResult ForkSession::wait(const ProcessSpec& spec, ServerConnection& serve
         // The server died (its worker with it: the parent-death signal) or says nothing of how
         // its worker ended: no later run asks it.
         if (server_gone) result.signal = SIGKILL;
+        result.server_lost = true;
         result.note = server_gone ? "the fork server was gone" : "the fork server did not say how its worker ended";
         lost(server_gone ? "it ended while a run ran" : "it did not say how a worker ended");
         if (!server_gone && server_) {

@@ -111,7 +111,20 @@ std::size_t results_in(std::string_view lines) {
     return n;
 }
 
+// A test the process started and did not finish.
+bool in_flight(const RunRecords& process) {
+    return std::any_of(process.started.begin(), process.started.end(), [&](const std::string& test) { return process.results.count(test) == 0; });
+}
+
+std::vector<std::string> without_results(const std::vector<std::string>& tests, const RunRecords& records) {
+    std::vector<std::string> rest;
+    for (const auto& test : tests)
+        if (records.results.count(test) == 0) rest.push_back(test);
+    return rest;
+}
+
 // The tests of `plan` after `position` that have no result yet.
+
 std::vector<std::string> rest_of(const RunPlan& plan, std::size_t position, const RunRecords& records) {
     std::vector<std::string> rest;
     for (std::size_t i = position + 1; i < plan.tests.size(); ++i)
@@ -199,11 +212,22 @@ bool OrderRun::one_process() {
     record_channel_trouble(channel, lines);
     const auto process = parse_run_records(lines, source_);
     if (order_again(put_back, process)) return true;
-    // A fork lost with its server before it sent a byte (the server died, a test of a run beside
-    // this one killed it) ran nothing of the order: the order goes on in a process.
-    if (forked_ && !forks_.forking() && lines.empty() && channel.pytest_tail().empty()) return true;
+    // A fork lost with its server (a test of this run or one beside it may have killed the
+    // server) before it sent a byte ran nothing of the order: the order goes on in a process.
+    if (result.server_lost && lines.empty() && channel.pytest_tail().empty()) return true;
     if (const auto diverged = order_divergence(collected_part(remaining_, process), process.started))
         at_.records.append_record(reason_record("order", *diverged));
+    // Killed with its server between tests: the order goes on in a process with the tests it
+    // did not reach. Killed inside a test, that test is interrupted, below; having run every
+    // test, its end is checked as any process's.
+    if (result.server_lost && !in_flight(process)) {
+        auto rest = without_results(remaining_, process);
+        if (!rest.empty()) {
+            seen_ = parse_run_records(at_.records.text(), source_);
+            remaining_ = std::move(rest);
+            return true;
+        }
+    }
     if (const auto problem = exit_status_problem(process, result)) at_.records.append_record(reason_record("status", *problem));
     return carry_on(process, result);
 }
