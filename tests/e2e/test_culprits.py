@@ -71,3 +71,30 @@ def test_the_reproduce_command_replays_the_failure_from_anywhere(ledger, tmp_pat
     assert result.returncode != 0, result.stdout
     assert "reproduced: tests/test_store.py::test_store_starts_empty failed" in result.stdout, result.stdout
     assert "AssertionError" in result.stdout or "assert" in result.stdout
+
+
+# ============================================================== more victims of a polluter found
+
+
+def test_a_polluter_found_is_swept_for_its_other_victims(build_dir, tmp_path):
+    """The collection order shows one victim of test_b; the sweep (test_b first, then every
+    other test) shows the one before it in the collection, which no order ran after test_b.
+    Both rows name test_b; the sweep and its reruns are runs of their own in the evidence."""
+    project = Path(__file__).parent / "projects" / "sweep"
+    binary = tmp_path / "build"
+    with source_tree_untouched(project):
+        configured = cmake_configure(project, binary, f"EvidenceGate_DIR={build_dir}")
+        assert configured.returncode == 0, configured.describe()
+        result = ctest(binary, "-L", "evidence", "-j2")
+    assert result.returncode != 0, result.describe()
+    ledger = Ledger(binary, "sweep")
+    for victim in ("test_c_reads_the_real_clock_too", "test_a_reads_the_real_clock"):
+        found = ledger.tests[f"tests/test_clock.py::{victim}"]
+        assert found["verdict"] == "order-dependent", found
+        assert found["partner"] == "tests/test_clock.py::test_b_freezes_and_forgets", found
+    assert "fails in sweep.1" in ledger.tests["tests/test_clock.py::test_a_reads_the_real_clock"]["reason"]
+    assert ledger.blocking() == sorted(f"tests/test_clock.py::{t}" for t in (
+        "test_a_reads_the_real_clock", "test_c_reads_the_real_clock_too"))
+    runs = binary / "evidence" / "sweep" / "runs"
+    assert (runs / "sweep.1.plan.json").is_file() and (runs / "sweep.1.rerun.2.jsonl").is_file()
+    assert "sweep.1: 1 more order-dependent test(s)" in (binary / "Testing" / "Temporary" / "LastTest.log").read_text()

@@ -10,6 +10,7 @@
 #include "io/json_io.hpp"
 #include "verdicts/run_matrix.hpp"
 #include "runs/order_run.hpp"
+#include "runs/sweep.hpp"
 
 namespace fs = std::filesystem;
 
@@ -131,52 +132,136 @@ Role parse_role(const std::string& text) {
 
 }  // namespace
 
-std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
-                                    const LocaliseProgress& progress) {
-    using Clock = std::chrono::steady_clock;
-    const auto runs = load_runs(suite, receipt.id);
-    RunMatrix matrix;
-    for (const auto& run : runs) matrix.add(run);
-    std::vector<std::string> dependent;
-    for (const auto& test : receipt.tests) {  // collection order: a stable result
-        const auto attempts = matrix.attempts(test.id);
-        if (!attempts.empty() && classify(attempts).verdict == Verdict::order_dependent) dependent.push_back(test.id);
+namespace {
+
+// The localise step's state: the tests to localise, in the order they came (the seeds' and
+// reruns' order-dependent tests in collection order, then what each sweep found), the partner
+// sets found, and what of the budget is left.
+class Localiser {
+public:
+    Localiser(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test, const LocaliseProgress& progress)
+        : suite_(suite), receipt_(receipt), store_(store), per_test_(per_test), progress_(progress),
+          // What the step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
+          deadline_(Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds)) {
+        for (const auto& test : receipt.tests) collection_.push_back(test.id);
+        runs_ = load_runs(suite, receipt.id);
     }
-    // Runs: `per_test` for each dependent test, what one leaves to the next. Time: what the
-    // step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
-    const int total = per_test * static_cast<int>(dependent.size());
-    int left = total;
-    const auto deadline = Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds);
-    std::vector<Culprit> culprits;
-    std::vector<std::vector<std::string>> known;  // the partner sets found so far, tried first for the next
-    for (std::size_t i = 0; i < dependent.size(); ++i) {
-        const auto& test = dependent[i];
-        if (progress.starting) progress.starting(test);
-        const auto prefixes = prefixes_of(test, runs);
+
+    std::vector<Culprit> run() {
+        queue(order_dependent());
+        for (std::size_t next = 0;;) {
+            for (; next < queued_.size(); ++next) localise_one(next);
+            if (!sweep_next()) break;
+        }
+        return std::move(culprits_);
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+
+    // Order-dependent in the runs so far, not yet queued; in collection order.
+    std::vector<std::string> order_dependent() const {
+        RunMatrix matrix;
+        for (const auto& run : runs_) matrix.add(run);
+        std::vector<std::string> found;
+        for (const auto& test : collection_) {
+            if (seen_.count(test) != 0) continue;
+            const auto attempts = matrix.attempts(test);
+            if (!attempts.empty() && classify(attempts).verdict == Verdict::order_dependent) found.push_back(test);
+        }
+        return found;
+    }
+
+    void queue(const std::vector<std::string>& tests) {
+        for (const auto& test : tests)
+            if (seen_.insert(test).second) queued_.push_back(test);
+    }
+
+    // Runs: `per_test` for each queued test, what one leaves to the next.
+    void localise_one(std::size_t i) {
+        const auto& test = queued_[i];
+        if (progress_.starting) progress_.starting(test);
+        const auto prefixes = prefixes_of(test, runs_);
         Culprit culprit;
-        const auto time_left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
-        if (left <= 0 || time_left.count() <= 0) {
+        const int share = per_test_ * static_cast<int>(i + 1) - used_;
+        const auto time_left = std::chrono::duration_cast<std::chrono::seconds>(deadline_ - Clock::now());
+        if (share <= 0 || time_left.count() <= 0) {
             culprit.found.test = test;
             culprit.found.budget_exhausted = true;
-            culprit.found.note = "the step's budget (" + std::to_string(per_test) + " pytest runs for each of " +
-                                 std::to_string(dependent.size()) + " order-dependent tests, and its time) was spent before this test";
+            culprit.found.note = "the step's budget (" + std::to_string(per_test_) + " pytest runs for each of " +
+                                 std::to_string(queued_.size()) + " order-dependent tests, and its time) was spent before this test";
         } else {
             Budget budget;
-            // Its share, and what the tests before it left unused.
-            budget.max_runs = std::min(left, per_test * static_cast<int>(i + 1) - (total - left));
-            budget.max_time = std::min(std::chrono::seconds(suite.timeout_seconds), time_left);
-            culprit.found = localise(test, prefixes.failing, prefixes.passing, probe(suite, receipt, store, prefixes.seed), budget, known,
-                                     alone_outcomes(test, runs));
-            left -= culprit.found.runs_used;
-            if (!culprit.found.partners.empty() && !culprit.found.budget_exhausted &&
-                std::find(known.begin(), known.end(), culprit.found.partners) == known.end())
-                known.push_back(culprit.found.partners);
+            budget.max_runs = share;
+            budget.max_time = std::min(std::chrono::seconds(suite_.timeout_seconds), time_left);
+            culprit.found = localise(test, prefixes.failing, prefixes.passing, probe(suite_, receipt_, store_, prefixes.seed), budget,
+                                     known_, alone_outcomes(test, runs_));
+            used_ += culprit.found.runs_used;
+            const auto& f = culprit.found;
+            if (!f.partners.empty() && !f.budget_exhausted && std::find(known_.begin(), known_.end(), f.partners) == known_.end()) {
+                known_.push_back(f.partners);
+                if (f.role == Role::victim) to_sweep_.push_back({f.partners, prefixes.seed});
+            }
         }
         culprit.seed = prefixes.seed;
-        culprit.dirtied = dirtied_by(culprit.found.partners, runs);
-        if (progress.done) progress.done(culprit);
-        culprits.push_back(std::move(culprit));
+        culprit.dirtied = dirtied_by(culprit.found.partners, runs_);
+        if (progress_.done) progress_.done(culprit);
+        culprits_.push_back(std::move(culprit));
     }
+
+    // The next polluter set found first, then every other test (runs/sweep.hpp), and the same
+    // order again where it showed new order-dependent tests; false when none is left to sweep.
+    bool sweep_next() {
+        while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + std::chrono::seconds(suite_.timeout_seconds) < deadline_) {
+            auto [partners, seed] = to_sweep_.front();
+            to_sweep_.erase(to_sweep_.begin());
+            auto plan = sweep_plan(++sweeps_, partners, collection_);
+            plan.seed = seed;
+            if (progress_.sweeping) progress_.sweeping(plan, partners);
+            run_order(suite_, receipt_, store_, plan);
+            runs_ = load_runs(suite_, receipt_.id);
+            const auto found = order_dependent();
+            if (found.empty()) {
+                if (progress_.swept) progress_.swept(plan, found);
+                continue;
+            }
+            for (const auto& rerun : sweep_reruns(plan, found, suite_.reruns)) run_order(suite_, receipt_, store_, rerun);
+            runs_ = load_runs(suite_, receipt_.id);
+            const auto confirmed = order_dependent();  // a test the same order passed again is flaky, not this
+            if (progress_.swept) progress_.swept(plan, confirmed);
+            if (confirmed.empty()) continue;
+            queue(confirmed);
+            return true;
+        }
+        return false;
+    }
+
+    // Sweeps are whole runs, not probes: they come out of no test's LOCALISE share, and these
+    // many at most (each a run of the suite) within the step's time.
+    static constexpr int kMaxSweeps = 8;
+
+    const SuiteConfig& suite_;
+    const Receipt& receipt_;
+    FixtureStore& store_;
+    const int per_test_;
+    const LocaliseProgress& progress_;
+    const Clock::time_point deadline_;
+    std::vector<std::string> collection_;
+    std::vector<LoadedRun> runs_;
+    std::set<std::string> seen_;         // queued, ever
+    std::vector<std::string> queued_;    // to localise, in this order
+    std::vector<Culprit> culprits_;
+    std::vector<std::vector<std::string>> known_;  // the partner sets found so far, tried first for the next
+    std::vector<std::pair<std::vector<std::string>, std::uint64_t>> to_sweep_;  // polluter sets not yet swept, with their seed
+    int used_ = 0;
+    int sweeps_ = 0;
+};
+
+}  // namespace
+
+std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
+                                    const LocaliseProgress& progress) {
+    auto culprits = Localiser(suite, receipt, store, per_test, progress).run();
     write_file_atomic(culprits_file(suite), culprits_json(culprits, receipt.id));
     return culprits;
 }

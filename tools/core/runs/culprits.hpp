@@ -13,6 +13,7 @@
 #include "fixtures/fixture_store.hpp"
 #include "runs/localise.hpp"
 #include "runs/receipt.hpp"
+#include "runs/run_plan.hpp"
 #include "inputs/suite_config.hpp"
 
 namespace evgate {
@@ -28,11 +29,14 @@ struct Culprit {
 struct LocaliseProgress {
     std::function<void(const std::string& test)> starting;
     std::function<void(const Culprit&)> done;
+    std::function<void(const RunPlan& sweep, const std::vector<std::string>& partners)> sweeping;
+    std::function<void(const RunPlan& sweep, const std::vector<std::string>& found)> swept;  // its new order-dependent tests
 };
 
 // Localises every test the local runs make order-dependent, within `per_test` pytest runs
 // each (the step's budget scales with the number of such tests; its time stays within the
-// step's CTest timeout), trying the partner sets found for earlier tests first; writes
+// step's CTest timeout), trying the partner sets found for earlier tests first. Every polluter
+// set found is swept (runs/sweep.hpp): its other victims are localised too. Writes
 // localise.json and returns what it found.
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
                                     const LocaliseProgress& progress = {});

@@ -195,6 +195,13 @@ int cmd_localise(Invocation& in) {
         if (!f.partners.empty()) std::cout << ", " << f.partner_role << " " << f.partners.front() << (f.partners.size() > 1 ? " and more" : "");
         std::cout << " (" << f.runs_used << " runs)" << (f.note.empty() ? "" : "; " + f.note) << std::endl;
     };
+    progress.sweeping = [&](const RunPlan& sweep, const std::vector<std::string>& partners) {
+        std::cout << "evgate: " << suite.name << ": " << sweep.id << ": " << partners.front() << (partners.size() > 1 ? " and more" : "")
+                  << " first, then every other test, for more victims of that polluter" << std::endl;
+    };
+    progress.swept = [&](const RunPlan& sweep, const std::vector<std::string>& found) {
+        std::cout << "evgate: " << suite.name << ": " << sweep.id << ": " << found.size() << " more order-dependent test(s)" << std::endl;
+    };
     const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
