@@ -209,14 +209,18 @@ private:
         culprits_.push_back(std::move(culprit));
     }
 
-    // The next polluter set found first, then every other test (runs/sweep.hpp), and the same
-    // order again where it showed new order-dependent tests; false when none is left to sweep.
+    // The polluter sets found since the last sweep, first (together: one run of the suite, not
+    // one per set), then every other test (runs/sweep.hpp); the same order again where it
+    // showed new order-dependent tests. False when nothing is left to sweep.
     bool sweep_next() {
         while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + std::chrono::seconds(suite_.timeout_seconds) < deadline_) {
-            auto [partners, seed] = to_sweep_.front();
-            to_sweep_.erase(to_sweep_.begin());
+            std::vector<std::string> partners;
+            for (const auto& [set, seed] : to_sweep_)
+                for (const auto& test : set)
+                    if (std::find(partners.begin(), partners.end(), test) == partners.end()) partners.push_back(test);
             auto plan = sweep_plan(++sweeps_, partners, collection_);
-            plan.seed = seed;
+            plan.seed = to_sweep_.front().second;
+            to_sweep_.clear();
             if (progress_.sweeping) progress_.sweeping(plan, partners);
             run_order(suite_, receipt_, store_, plan);
             runs_ = load_runs(suite_, receipt_.id);
@@ -237,7 +241,8 @@ private:
     }
 
     // Sweeps are whole runs, not probes: they come out of no test's LOCALISE share, and these
-    // many at most (each a run of the suite) within the step's time.
+    // many at most (each a run of the suite; one per round of new partner sets) within the
+    // step's time.
     static constexpr int kMaxSweeps = 8;
 
     const SuiteConfig& suite_;
@@ -252,7 +257,7 @@ private:
     std::vector<std::string> queued_;    // to localise, in this order
     std::vector<Culprit> culprits_;
     std::vector<std::vector<std::string>> known_;  // the partner sets found so far, tried first for the next
-    std::vector<std::pair<std::vector<std::string>, std::uint64_t>> to_sweep_;  // polluter sets not yet swept, with their seed
+    std::vector<std::pair<std::vector<std::string>, std::uint64_t>> to_sweep_;  // polluter sets not yet swept, with their seeds
     int used_ = 0;
     int sweeps_ = 0;
 };

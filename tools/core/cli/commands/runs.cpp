@@ -197,7 +197,7 @@ int cmd_localise(Invocation& in) {
     };
     progress.sweeping = [&](const RunPlan& sweep, const std::vector<std::string>& partners) {
         std::cout << "evgate: " << suite.name << ": " << sweep.id << ": " << partners.front() << (partners.size() > 1 ? " and more" : "")
-                  << " first, then every other test, for more victims of that polluter" << std::endl;
+                  << " first, then every other test, for more victims of the polluters found" << std::endl;
     };
     progress.swept = [&](const RunPlan& sweep, const std::vector<std::string>& found) {
         std::cout << "evgate: " << suite.name << ": " << sweep.id << ": " << found.size() << " more order-dependent test(s)" << std::endl;
