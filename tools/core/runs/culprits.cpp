@@ -213,7 +213,9 @@ private:
     // one per set), then every other test (runs/sweep.hpp); the same order again where it
     // showed new order-dependent tests. False when nothing is left to sweep.
     bool sweep_next() {
-        while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + std::chrono::seconds(suite_.timeout_seconds) < deadline_) {
+        // A sweep and its reruns may take a TIMEOUT each: only while they all fit in the step's time.
+        const auto sweep_bound = std::chrono::seconds(static_cast<long long>(1 + std::max(0, suite_.reruns)) * suite_.timeout_seconds);
+        while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + sweep_bound < deadline_) {
             std::vector<std::string> partners;
             for (const auto& [set, seed] : to_sweep_)
                 for (const auto& test : set)

@@ -1,5 +1,7 @@
 #include "verdicts/reproduction.hpp"
 
+#include <algorithm>
+
 #include "io/json_io.hpp"
 
 namespace evgate {
@@ -17,7 +19,8 @@ const LoadedRun* run_named(const GateInput& input, const std::string& id) {
     return nullptr;
 }
 
-// The seed's order up to the test, as the run `a` ran it (alone runs: just the test).
+// The order up to the test, as the run `a` ran it: a seed's by its number, one no seed makes (a
+// sweep's) by its tests (alone runs: just the test).
 ReplayRequest order_through(const Attempt& a, const std::string& test, const GateInput& input) {
     ReplayRequest request;
     const auto* run = run_named(input, a.run);
@@ -26,7 +29,14 @@ ReplayRequest order_through(const Attempt& a, const std::string& test, const Gat
         return request;
     }
     request.seed = run->plan.seed;
-    request.through = test;
+    const auto listed = input.listed_orders.find(a.run);
+    if (listed == input.listed_orders.end()) {
+        request.through = test;
+        return request;
+    }
+    const auto& tests = listed->second;
+    const auto end = std::find(tests.begin(), tests.end(), test);
+    request.tests.assign(tests.begin(), end == tests.end() ? end : std::next(end));
     return request;
 }
 
