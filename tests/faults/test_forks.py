@@ -204,9 +204,10 @@ def test_a_test_that_attacks_the_server_ends_only_its_own_fork(project, how, job
 @pytest.mark.parametrize("waits_before", ["test_a_attacks", "test_b_after"])
 def test_a_fork_lost_with_its_server_outside_a_test_goes_on_after_its_last_result(project, tmp_path, waits_before):
     """seed.1's fork waits outside any test (before its first test, or between its two) while
-    seed.0's test kills the server: seed.1's fork dies with it, through no test of its own. Its
-    order goes on in a process after the last test it finished, no test of it is interrupted,
-    nothing says its pytest stopped after the tests, and its run is complete."""
+    seed.0's test kills the server: seed.1's fork dies with it. Its order goes on in a process
+    after the last test it finished, no test of it is interrupted, and its run is complete; its
+    records say that the server ended between tests (a test of this run or of one beside it may
+    have ended it: nobody can tell which, so the run is never green on its own either)."""
     meet = tmp_path / "meet"
     meet.mkdir()
     project.write("conftest.py", f"""
@@ -258,10 +259,48 @@ def test_a_fork_lost_with_its_server_outside_a_test_goes_on_after_its_last_resul
         assert lost["isolation"] == "fork, then process", lost
         assert "the fork server" in lost.get("isolation_note", ""), lost
         kept = records(project.evidence_dir() / "runs" / "seed.1.jsonl")
-        assert [r for r in kept if r["event"] in ("interrupted", "status")] == [], kept
+        assert [r for r in kept if r["event"] == "interrupted"] == [], kept
+        (status,) = [r for r in kept if r["event"] == "status"]
+        assert "the fork server ended" in status["reason"] and "between tests" in status["reason"], status
         results = sorted(r["test"].split("::")[-1] for r in kept if r["event"] == "result")
         assert results == ["test_a_attacks", "test_b_after"], results
         assert len(sessions(project, "seed.1")) == 2
+        nothing_left(project)
+
+
+def test_code_between_tests_that_kills_the_server_is_never_green(project):
+    """A conftest hook kills the fork server between two tests (outside any test, so no test is
+    interrupted): the fork dies with it. The order goes on in a process and the run is complete,
+    and the run's records say the server ended between tests: the gate is not green. (Without
+    that record every test has a passing result and nothing else would block.)"""
+    project.write("conftest.py", """
+        import os
+        import signal
+        import sys
+        import time
+
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_protocol(item):
+            forked = open(f"/proc/{os.getppid()}/comm").read().strip() != "evgate"  # the server, not evgate
+            if "--evidence-gate-run=seed.0" in sys.argv and item.name == "test_b" and forked:
+                os.kill(os.getppid(), signal.SIGKILL)
+                time.sleep(30)
+            yield
+    """)
+    project.write(TEST_FILE, "def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    project.suite(f"{FAST} RERUNS 0 LOCALISE 0 ALONE OFF TIMEOUT 60 TESTS tests")
+    with project.checked():
+        project.configured()
+        result = project.evidence("-j1")
+        expect_never_green(project, result, "code between tests that kills the server")
+        done = finished(project, "seed.0")
+        assert done["complete"] and done["isolation"] == "fork, then process", done
+        kept = records(project.evidence_dir() / "runs" / "seed.0.jsonl")
+        assert [r for r in kept if r["event"] == "interrupted"] == [], kept
+        assert any(r["event"] == "status" and "between tests" in r["reason"] for r in kept), kept
+        assert "between tests" in step_output(project.build, f"{SUITE}.gate"), step_output(project.build, f"{SUITE}.gate")
         nothing_left(project)
 
 

@@ -218,11 +218,17 @@ bool OrderRun::one_process() {
     if (const auto diverged = order_divergence(collected_part(remaining_, process), process.started))
         at_.records.append_record(reason_record("order", *diverged));
     // Killed with its server between tests: the order goes on in a process with the tests it
-    // did not reach. Killed inside a test, that test is interrupted, below; having run every
-    // test, its end is checked as any process's.
+    // did not reach, and the run says what happened: a test of this run or of one beside it
+    // killed the server, and nobody can tell which, so it is never green. Killed inside a
+    // test, that test is interrupted, below; having run every test, its end is checked as any
+    // process's.
     if (result.server_lost && !in_flight(process)) {
         auto rest = without_results(remaining_, process);
         if (!rest.empty()) {
+            at_.records.append_record(reason_record(
+                "status", "the fork server ended (" + result.note + ") while this run's fork was between tests, after " +
+                              std::to_string(process.results.size()) + " of them: a test of this run, or of a run beside it, "
+                              "may have ended it; the rest of the order went on in a process"));
             seen_ = parse_run_records(at_.records.text(), source_);
             remaining_ = std::move(rest);
             return true;
