@@ -98,3 +98,25 @@ def test_a_polluter_found_is_swept_for_its_other_victims(build_dir, tmp_path):
     runs = binary / "evidence" / "sweep" / "runs"
     assert (runs / "sweep.1.plan.json").is_file() and (runs / "sweep.1.rerun.2.jsonl").is_file()
     assert "sweep.1: 1 more order-dependent test(s)" in (binary / "Testing" / "Temporary" / "LastTest.log").read_text()
+
+
+def test_a_test_that_fails_only_in_the_sweep_is_flaky_not_localised(build_dir, tmp_path):
+    """A test that fails in the sweep and passes when the sweep's order runs again is `flaky`
+    (the sweep's reruns share its order), gets no partner, and is never localised."""
+    project = tmp_path / "src"
+    shutil.copytree(Path(__file__).parent / "projects" / "sweep", project)
+    (project / "tests" / "test_only_in_the_sweep.py").write_text(
+        "import sys\n\n\ndef test_z_fails_in_the_first_sweep():\n"
+        "    assert '--evidence-gate-run=sweep.1' not in sys.argv\n")
+    binary = tmp_path / "build"
+    configured = cmake_configure(project, binary, f"EvidenceGate_DIR={build_dir}")
+    assert configured.returncode == 0, configured.describe()
+    result = ctest(binary, "-L", "evidence", "-j2")
+    assert result.returncode != 0, result.describe()
+    ledger = Ledger(binary, "sweep")
+    coin = ledger.tests["tests/test_only_in_the_sweep.py::test_z_fails_in_the_first_sweep"]
+    assert coin["verdict"] == "flaky" and "partner" not in coin, coin
+    assert "sweep.1" in coin["reason"], coin
+    assert coin["outcomes"]["sweep.1"] == "failed" and coin["outcomes"]["sweep.1.rerun.1"] == "passed", coin
+    localised = (binary / "evidence" / "sweep" / "localise.json").read_text()
+    assert "test_z_fails_in_the_first_sweep" not in localised

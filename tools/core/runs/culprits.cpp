@@ -130,10 +130,6 @@ Role parse_role(const std::string& text) {
     return Role::unknown;
 }
 
-}  // namespace
-
-namespace {
-
 // The localise step's state: the tests to localise, in the order they came (the seeds' and
 // reruns' order-dependent tests in collection order, then what each sweep found), the partner
 // sets found, and what of the budget is left.

@@ -116,6 +116,7 @@ bool in_flight(const RunRecords& process) {
     return std::any_of(process.started.begin(), process.started.end(), [&](const std::string& test) { return process.results.count(test) == 0; });
 }
 
+// `tests` less those that have a result in `records`, in their order.
 std::vector<std::string> without_results(const std::vector<std::string>& tests, const RunRecords& records) {
     std::vector<std::string> rest;
     for (const auto& test : tests)
@@ -124,12 +125,9 @@ std::vector<std::string> without_results(const std::vector<std::string>& tests, 
 }
 
 // The tests of `plan` after `position` that have no result yet.
-
 std::vector<std::string> rest_of(const RunPlan& plan, std::size_t position, const RunRecords& records) {
-    std::vector<std::string> rest;
-    for (std::size_t i = position + 1; i < plan.tests.size(); ++i)
-        if (records.results.count(plan.tests[i]) == 0) rest.push_back(plan.tests[i]);
-    return rest;
+    if (position >= plan.tests.size()) return {};
+    return without_results({plan.tests.begin() + static_cast<std::ptrdiff_t>(position) + 1, plan.tests.end()}, records);
 }
 
 // What one run holds while its order runs: the files it writes and the lease on the tree.
