@@ -118,5 +118,9 @@ def test_a_test_that_fails_only_in_the_sweep_is_flaky_not_localised(build_dir, t
     assert coin["verdict"] == "flaky" and "partner" not in coin, coin
     assert "sweep.1" in coin["reason"], coin
     assert coin["outcomes"]["sweep.1"] == "failed" and coin["outcomes"]["sweep.1.rerun.1"] == "passed", coin
+    # No seed makes the sweep's order (its plan says "listed"): the reproduce command lists its tests.
+    replayed = coin["reproduce"].split(" --test ")[1:]
+    assert len(replayed) > 1 and replayed[-1].startswith("tests/test_only_in_the_sweep.py::test_z"), coin
+    assert "--through" not in coin["reproduce"], coin
     localised = (binary / "evidence" / "sweep" / "localise.json").read_text()
     assert "test_z_fails_in_the_first_sweep" not in localised

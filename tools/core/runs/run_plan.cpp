@@ -40,6 +40,7 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
     }
     if (!plan.lease.empty()) w.Key("lease"), w.String(plan.lease);
     if (!plan.confirms.empty()) w.Key("confirms"), w.String(plan.confirms);
+    if (plan.listed) w.Key("listed"), w.Bool(true);
     w.Key("tests"), w.StartArray();
     for (const auto& t : plan.tests) w.String(t);
     w.EndArray();
@@ -60,6 +61,10 @@ RunPlan plan_header(const rapidjson::Value& doc, const std::string& source) {
             if (cpu.IsInt()) plan.cpus.push_back(cpu.GetInt());
     plan.lease = optional_string(doc, "lease", source).value_or("");
     plan.confirms = optional_string(doc, "confirms", source).value_or("");
+    if (const auto* listed = member(doc, "listed")) {
+        if (!listed->IsBool()) throw InputError(source, 0, "'listed' is not true or false");
+        plan.listed = listed->GetBool();
+    }
     const auto column = optional_string(doc, "column", source).value_or("local");
     if (!parse_column(column, plan.column)) throw InputError(source, 0, "unknown column " + quote(column));
     return plan;

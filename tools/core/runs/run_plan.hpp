@@ -29,6 +29,7 @@ struct RunPlan {
     TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
     std::string lease;                     // the lease token it ran under, in the plan file
     std::string confirms;                  // the run it does again alone (that run went beside others); "" for none
+    bool listed = false;  // its order is its tests as listed, which no seed makes (a sweep and its reruns)
 };
 
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);

@@ -8,6 +8,7 @@ namespace evgate {
 RunPlan sweep_plan(int number, const std::vector<std::string>& partners, const std::vector<std::string>& collection) {
     RunPlan plan;
     plan.id = plan.order = "sweep." + std::to_string(number);
+    plan.listed = true;
     plan.tests = partners;
     const std::unordered_set<std::string> first(partners.begin(), partners.end());
     for (const auto& test : collection)
