@@ -8,7 +8,6 @@ costs no pytest start-up.
 """
 
 import argparse
-import importlib.metadata
 import json
 import locale
 import os
@@ -52,8 +51,7 @@ def manifest(root):
         },
         "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
         "umask": format(current_umask(), "04o"),
-        "pytest_version": pytest_version(),
-        "distributions": installed_distributions(),
+        **packages(),
         "env": {name: value for name, value in sorted(os.environ.items()) if env_value_allowed(name)},
         "env_names": sorted(os.environ),
     }
@@ -93,6 +91,11 @@ def current_umask():
     return mask
 
 
+def packages():
+    distributions = installed_distributions()
+    return {"pytest_version": pytest_version(distributions), "distributions": distributions}
+
+
 def dir_case_sensitive(directory, names=None):
     """Probe by looking up an existing entry under its case-swapped name; never writes.
 
@@ -130,22 +133,71 @@ def tempdir_case_sensitive():
         os.unlink(path)
 
 
-def pytest_version():
+def pytest_version(distributions):
     """The version of the pytest this interpreter imports, read without importing it."""
-    try:
-        return importlib.metadata.version("pytest")
-    except importlib.metadata.PackageNotFoundError:  # pytest without metadata (a vendored copy)
-        import pytest
-        return pytest.__version__
+    for name, version in distributions.items():
+        if normalized(name) == "pytest":
+            return version
+    import pytest  # pytest without metadata (a vendored copy)
+    return pytest.__version__
 
 
 def installed_distributions():
+    """Name -> version of every distribution on sys.path, as importlib.metadata.distributions()
+    finds them (in each directory the *.dist-info ones, then the *.egg-info ones; the first on
+    sys.path is the one imported), read from their metadata's header lines only: parsing every
+    METADATA file whole with the email package cost most of this module's time."""
+    if any(os.path.isfile(entry) for entry in sys.path):  # a zip on sys.path: importlib reads inside
+        return distributions_from_importlib()
+    versions = {}
+    for entry in sys.path:
+        directory = entry or "."
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for suffix, inside in ((".dist-info", "METADATA"), (".egg-info", "PKG-INFO")):
+            for name in names:
+                if not name.endswith(suffix):
+                    continue
+                path = os.path.join(directory, name)
+                headers = metadata_headers(os.path.join(path, inside) if os.path.isdir(path) else path)
+                found = headers.get("name")
+                if found and found not in versions:
+                    versions[found] = headers.get("version")
+    return dict(sorted(versions.items()))
+
+
+def metadata_headers(path):
+    """The header fields of a METADATA or PKG-INFO file (up to its first empty line), keys in
+    lower case; {} when it cannot be read."""
+    headers = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, colon, value = line.partition(":")
+                if colon and not key[:1].isspace():
+                    headers.setdefault(key.strip().lower(), value.strip())
+    except OSError:
+        return {}
+    return headers
+
+
+def distributions_from_importlib():
+    import importlib.metadata
     versions = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"]
-        if name and name not in versions:  # the first on sys.path is the one imported
-            versions[name] = dist.version
+        metadata = dist.metadata
+        name = metadata["Name"]
+        if name and name not in versions:
+            versions[name] = metadata["Version"]
     return dict(sorted(versions.items()))
+
+
+def normalized(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def write_json_atomic(path, document):

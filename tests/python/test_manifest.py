@@ -67,3 +67,49 @@ def current_umask():
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def manifest_module():
+    sys.path.insert(0, str(PLUGIN_DIR))
+    try:
+        import evidence_gate_manifest
+    finally:
+        sys.path.remove(str(PLUGIN_DIR))
+    return evidence_gate_manifest
+
+
+def test_distributions_are_those_importlib_metadata_finds():
+    manifest = manifest_module()
+    assert manifest.installed_distributions() == manifest.distributions_from_importlib()
+    assert manifest.installed_distributions()["pytest"] == pytest.__version__
+
+
+def test_distributions_come_from_header_lines_the_first_on_the_path_winning(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for directory in (first, second):
+        directory.mkdir()
+
+    def dist(directory, name, text, kind="dist-info"):
+        if kind == "egg-info file":
+            (directory / name).write_text(text, encoding="utf-8")
+            return
+        (directory / name).mkdir()
+        (directory / name / ("METADATA" if kind == "dist-info" else "PKG-INFO")).write_text(text, encoding="utf-8")
+
+    dist(first, "alpha-1.0.dist-info", "Metadata-Version: 2.1\nName: alpha\nVersion: 1.0\n\nName: not-a-header\n")
+    dist(first, "beta-2.0.egg-info", "Metadata-Version: 1.1\nName: beta\nVersion: 2.0\n", kind="egg-info")
+    dist(first, "gamma.egg-info", "Name: gamma\nVersion: 3.0\nSummary: a long\n  folded: line\n", kind="egg-info file")
+    dist(first, "nameless-0.1.dist-info", "Metadata-Version: 2.1\nVersion: 0.1\n")
+    (first / "empty-0.1.dist-info").mkdir()  # no METADATA at all
+    dist(second, "alpha-9.9.dist-info", "Name: alpha\nVersion: 9.9\n")  # shadowed
+    dist(second, "delta-4.0.dist-info", "name: delta\nversion: 4.0\n")
+    manifest = manifest_module()
+    monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second)])
+    found = manifest.installed_distributions()
+    assert found == {"alpha": "1.0", "beta": "2.0", "delta": "4.0", "gamma": "3.0"}
+    assert found == manifest.distributions_from_importlib()
+    # Metadata that is not UTF-8 (importlib.metadata raises on it) is read, not a crash.
+    (first / "broken-0.1.dist-info").mkdir()
+    (first / "broken-0.1.dist-info" / "METADATA").write_bytes(b"Name: broken\nVersion: \xff0.1\n")
+    assert manifest.installed_distributions()["broken"] == "\ufffd0.1"
+    assert manifest.pytest_version({"PyTest": "8.0", "other": "1"}) == "8.0"
