@@ -140,4 +140,11 @@ std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& re
     return runs;
 }
 
+std::vector<LoadedRun> load_plans(const fs::path& runs_dir) {
+    std::vector<LoadedRun> runs;
+    for (const auto& plan_file : run_plan_files(runs_dir))
+        runs.push_back(load_run(plan_file, [](const fs::path& file, LoadedRun& run) { run.plan = read_plan(file); }));
+    return runs;
+}
+
 }  // namespace evgate

@@ -51,6 +51,8 @@ struct LoadedRun {
 // Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
 std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
 std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::string& receipt_id);
+// The same runs with their plans alone (no records read): for what needs only to know which runs there are.
+std::vector<LoadedRun> load_plans(const std::filesystem::path& runs_dir);
 
 // The plan files in `runs_dir` in that order: seeds and their reruns first, then the runs that
 // check a test alone. A run's id is its plan file's name (<id>.plan.json).

@@ -277,13 +277,14 @@ bool is_first(const RunPlan& plan) {
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
 // run (runs_to_confirm): the runs it does not are done again, alone, each as a run of its own
 // beside the first (whose records stay evidence), until it does or every such run was redone.
-int confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, bool failures) {
-    int status = 0;
+// `runs`: every run as it stands; what comes back is every run once that holds (read again
+// after each redo).
+std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, bool failures,
+                                     std::vector<LoadedRun> runs, int& status) {
     for (;;) {  // each run is done again alone at most once
         const auto spans = read_spans(suite.root);
-        const auto redo = runs_to_confirm(load_runs(suite, receipt.id),
-                                          [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
-        if (redo.empty()) return status;
+        const auto redo = runs_to_confirm(runs, [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
+        if (redo.empty()) return runs;
         for (const auto& id : redo) {
             const auto plan = apart_plan(read_plan(plan_file(suite, id)));
             std::cout << "evgate: " << suite.name << ": " << id
@@ -291,6 +292,7 @@ int confirm_alone(const SuiteConfig& suite, const Receipt& receipt, FixtureStore
                       << plan.id << "\n";
             status |= run_and_report(suite, receipt, store, plan);
         }
+        runs = load_runs(suite, receipt.id);
     }
 }
 
@@ -302,20 +304,21 @@ int cmd_rerun(Invocation& in) {
     auto& store = in.store();
     int status = 0;
     // The seed steps went side by side: those that ran beside a change go again first.
-    for (const auto& run : load_runs(suite, receipt.id))
+    for (const auto& run : load_plans(suite.runs_dir()))
         if (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty()))
             status |= redo_if_overlapped(suite, receipt, store, run.plan);
-    for (const auto& run : load_runs(suite, receipt.id)) {
+    for (const auto& run : load_plans(suite.runs_dir())) {
         const bool kept = is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
         if (!kept || !run.plan.confirms.empty()) {  // a rerun or a redo of an earlier invocation
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
     }
-    status |= confirm_alone(suite, receipt, store, false);  // the reruns are planned from what the seeds show alone
+    // The reruns are planned from what the seeds show alone.
+    auto runs = confirm_alone(suite, receipt, store, false, load_runs(suite, receipt.id), status);
     std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
-    for (auto& run : load_runs(suite, receipt.id))
-        if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(std::move(run));
+    for (const auto& run : runs)
+        if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(run);
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     const auto plans = plan_reruns(seeds, limits);
@@ -326,7 +329,8 @@ int cmd_rerun(Invocation& in) {
     if (plans.size() > named) std::cout << " and " << plans.size() - named << " more";
     std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
-    status |= confirm_alone(suite, receipt, store, true);
+    // Without reruns the runs are as read above: read only once when nothing needs doing again.
+    confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
     return status;
 }
