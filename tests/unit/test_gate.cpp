@@ -446,13 +446,13 @@ TEST_CASE("a flaky row replays the order it ran in: a seed's by its number, a sw
     auto sweep = finished_run("sweep.1", {"t::p", "t::a", "t::v"}, {{"t::p", "passed"}, {"t::a", "failed"}, {"t::v", "passed"}});
     auto again = finished_run("sweep.1.rerun.1", {"t::p", "t::a"}, {{"t::p", "passed"}, {"t::a", "passed"}});
     again.plan.order = "sweep.1";
+    sweep.plan.listed = again.plan.listed = true;  // as sweep_plan and sweep_reruns make them
     auto seed = finished_run("seed.2", {"t::v", "t::p", "t::a"}, {{"t::v", "failed"}, {"t::p", "passed"}, {"t::a", "passed"}});
     auto seed_again = finished_run("seed.2.rerun.1", {"t::v"}, {{"t::v", "passed"}});
     seed_again.plan.order = "seed.2";
     seed.plan.seed = seed_again.plan.seed = 2;
     input.runs = {finished_run("seed.0", {"t::a", "t::p", "t::v"}, {{"t::a", "passed"}, {"t::p", "passed"}, {"t::v", "passed"}}),
                   seed, seed_again, sweep, again};
-    input.listed_orders = {{"sweep.1", {"t::p", "t::a", "t::v"}}, {"sweep.1.rerun.1", {"t::p", "t::a"}}};  // as the CLI reads them
     input.evgate = "/bin/evgate";
     const auto rows = build_ledger(input);
     REQUIRE(row_of(rows, "t::a").verdict == Verdict::flaky);

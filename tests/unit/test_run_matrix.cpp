@@ -143,3 +143,21 @@ TEST_CASE("a run whose records cannot be read is a problem, and the rest are sti
     CHECK_THAT(matrix.runs()[0].problem, Catch::Contains("seed.0.jsonl:3: column 1: not valid JSON"));
     CHECK(shown(matrix.attempts("t::a")) == std::vector<std::string>{"seed.1=passed"});
 }
+
+TEST_CASE("a run whose order is listed keeps its tests in the matrix, a seed's does not", "[run_matrix]") {
+    TempDir dir;
+    write_run(dir, run("seed.0", {"t::a", "t::b"}, {}), result("t::a", "passed") + result("t::b", "passed") + kFinished);
+    auto sweep = run("sweep.1", {"t::b", "t::a"}, {});
+    sweep.plan.listed = true;
+    write_run(dir, sweep, result("t::b", "passed") + result("t::a", "failed") + kFinished);
+    RunMatrix streamed;
+    streamed.add_runs(dir.path, [] { return std::string("r1"); });
+    RunMatrix held;
+    for (auto& r : load_runs(dir.path, "r1")) held.add(std::move(r));
+    for (const auto* matrix : {&streamed, &held}) {
+        REQUIRE(matrix->size() == 2);
+        CHECK(matrix->runs()[0].plan.tests.empty());  // memory flat in runs: a seed's order is its seed
+        CHECK(matrix->runs()[1].plan.listed);
+        CHECK(matrix->runs()[1].plan.tests == std::vector<std::string>{"t::b", "t::a"});  // no seed makes it
+    }
+}

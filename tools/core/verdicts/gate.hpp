@@ -47,7 +47,6 @@ struct GateInput {
     std::vector<std::pair<std::string, std::string>> shard_notes;     // shard dir -> how the merge took it
     std::vector<TreeFinding> tree_findings;   // collections and runs that left the source tree changed
     std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
-    std::map<std::string, std::vector<std::string>> listed_orders;  // run id -> its tests, for runs whose order no seed makes (sweeps)
     std::filesystem::path suite_file;
     std::string home, tmpdir;  // the user's own HOME and TMPDIR (not the runs'): what a skip reason may name
     Date today;

@@ -29,12 +29,11 @@ ReplayRequest order_through(const Attempt& a, const std::string& test, const Gat
         return request;
     }
     request.seed = run->plan.seed;
-    const auto listed = input.listed_orders.find(a.run);
-    if (listed == input.listed_orders.end()) {
+    if (!run->plan.listed) {
         request.through = test;
         return request;
     }
-    const auto& tests = listed->second;
+    const auto& tests = run->plan.tests;
     const auto end = std::find(tests.begin(), tests.end(), test);
     request.tests.assign(tests.begin(), end == tests.end() ? end : std::next(end));
     return request;

@@ -134,7 +134,7 @@ void RunMatrix::add(LoadedRun run) {
 }
 
 void RunMatrix::push(LoadedRun run, RunCells cells) {
-    run.plan.tests = {};
+    if (!run.plan.listed) run.plan.tests = {};  // a listed order is kept: no seed makes it again
     run.records.started = {};
     run.records.results = {};
     run.records.interrupted = {};
@@ -173,6 +173,7 @@ void RunMatrix::Parsed::read(const fs::path& plan_file) {
         const auto source = file.string();
         auto plan = plan_header(doc, source);
         for_each_string(doc, "tests", source, [this](std::string_view test) { tests.push_back(test); });
+        if (plan.listed) plan.tests.assign(tests.begin(), tests.end());
         r.plan = std::move(plan);
         // Results come in the plan's order: each is compared with the next planned test (or the
         // one after, past a test the interpreter died in) rather than looked up.

@@ -68,7 +68,8 @@ public:
     // `receipt_id` is asked for once the first run is parsed: the receipt can be read meanwhile.
     void add_runs(const std::filesystem::path& runs_dir, const std::function<std::string()>& receipt_id);
 
-    // Each run in the order added: its plan without the tests, its records without the results.
+    // Each run in the order added: its plan without the tests (but for a listed order's: a
+    // sweep's, which no seed makes again), its records without the results.
     const std::vector<LoadedRun>& runs() const { return runs_; }
     std::size_t size() const { return runs_.size(); }
     // Tests with a result in run `run` (counted once each, planned or not).

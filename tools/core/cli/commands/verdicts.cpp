@@ -100,10 +100,6 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
     matrix.add_runs(suite.runs_dir(), receipt_id);
     GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
     input.runs = std::move(matrix);
-    // A sweep's order is no seed's: its reproduce commands list its tests, from its plan.
-    for (const auto& run : input.runs.runs())
-        if (run.plan.listed && run.problem.empty())
-            input.listed_orders[run.plan.id] = read_plan(suite.runs_dir() / evidence::plan_name(run.plan.id)).tests;
     std::map<std::string, std::string> leases;  // the executions whose records count: token -> run
     for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id);
     input.tree_findings = FixtureStore(suite).findings(leases);
