@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from harness import FAST, SUITE, gate_summary, processes_mentioning, record_files, step_output, wait_until_gone
+from harness import (FAST, SUITE, gate_summary, process_alive, processes_mentioning, record_files, step_output,
+                     wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
 CONFIG = "data/config.txt"
@@ -459,6 +460,70 @@ def test_a_stop_mid_test_leaves_the_tree_whole_and_nothing_running(project, stop
         result = project.evidence()
         assert gate_summary(project.build) == "PASSED", result.describe()
         assert "left dirty by an interrupted run" not in (step_output(project.build, f"{SUITE}.fixtures") or "")
+
+
+# Writes and waits in the first seed run only: a stop sent to that step alone leaves ctest going
+# on through the other steps, which write nothing.
+FIRST_RUN_WRITER = """
+    import sys
+    import time
+    from pathlib import Path
+
+    import pytest
+
+    @pytest.mark.writes("data")
+    def test_writes_then_waits():
+        if "--evidence-gate-run=seed.0" not in sys.argv:
+            return
+        Path("data/config.txt").write_text("written by the test\\n")
+        Path("data/scratch.txt").write_text("scratch\\n")
+        time.sleep(120)
+"""
+
+
+# A loaded machine, made certain: the fork server answers a reap late (its waitpid), so a stop
+# request is already there when evgate waits for that answer.
+SLOW_REAP = """
+    import os
+    import time
+
+    _waitpid = os.waitpid
+
+    def slow_waitpid(pid, options):
+        time.sleep(0.3)
+        return _waitpid(pid, options)
+
+    os.waitpid = slow_waitpid
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "process"])
+def test_a_stop_sent_to_the_run_step_alone_restores_before_the_step_ends(project, isolation):
+    """SIGINT to the run step alone (a CI agent or a user signalling the process it sees busy),
+    while its test holds the group changed: the step ends only after the restore, whichever way
+    its pytest was started (a fork is reaped through its server first); the step fails, and
+    with it the suite."""
+    data_project(project, FIRST_RUN_WRITER, conftest=SLOW_REAP, arguments=f"{FAST} ISOLATION {isolation}")
+    with project.checked():
+        project.configured()
+        process = start_ctest(project)
+        steps = [pid for pid, cmdline in processes_mentioning(str(project.build))
+                 if " run " in f" {cmdline} " and "--seed 0" in cmdline]
+        assert len(steps) == 1, f"one run step for seed 0: {processes_mentioning(str(project.build))}"
+        os.kill(steps[0], signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while process_alive(steps[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not process_alive(steps[0]), "the step did not end within 30 s of the stop"
+        # The step has ended: what its test wrote is already put back.
+        assert (project.root / CONFIG).read_text() == "pristine\n", f"{isolation}: the step ended with the group changed"
+        assert not (project.root / "data" / "scratch.txt").exists(), f"{isolation}: the step ended with a file it added"
+        process.wait(timeout=120)
+        # The stopped step fails, so the ledger and gate do not run: never green.
+        assert process.returncode != 0 and gate_summary(project.build) != "PASSED"
+        assert "stopped by SIGINT" in step_output(project.build, f"{SUITE}.seed.0")
+        record = (project.build / "evidence" / SUITE / "runs" / "seed.0.jsonl").read_text()
+        assert "stopped by SIGINT while pytest ran" in record, record
 
 
 def test_a_test_signalling_its_own_process_group_reaches_only_pytest(project):

@@ -153,6 +153,44 @@ TEST_CASE("a lease whose run changed nothing only reads; one that finds a change
     CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // a test declares writes
 }
 
+TEST_CASE("a lease left by an exception restores what its run changed; one ended normally leaves that to restore()",
+          "[store]") {
+    Project p("db: data/*.json\n");
+    p.write("data/a.json", "{}\n");
+    p.write("docs/readme.txt", "pristine\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the racy window
+    FixtureStore store(p.suite);
+    store.snapshot();
+    std::string token;
+    // A stop request (or any error) leaving the run between a pytest process and its restore.
+    CHECK_THROWS_AS(([&] {
+                        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.0");
+                        token = lease.token();
+                        p.write("data/a.json", "{\"polluted\": true}\n");
+                        p.write("data/b.json", "{}\n");
+                        p.write("docs/readme.txt", "changed\n");
+                        throw Error("stopped");
+                    }()),
+                    Error);
+    CHECK(p.read("data/a.json") == "{}\n");
+    CHECK_FALSE(fs::exists(p.root / "data/b.json"));
+    CHECK(p.read("docs/readme.txt") == "pristine\n");
+    const auto found = store.findings({{token, "seed.0"}});  // what the run did is still told
+    REQUIRE(found.size() == 1);
+    CHECK(found.front().check == "tree:seed.0");
+
+    // Inside a catch of an earlier exception, a lease taken and ended normally is not unwinding.
+    try {
+        throw Error("earlier");
+    } catch (const Error&) {
+        {
+            FixtureStore::Lease lease(store, TreeAccess::shared, "seed.1");
+            p.write("data/a.json", "{\"again\": true}\n");
+        }
+        CHECK(p.read("data/a.json") == "{\"again\": true}\n");  // its caller's restore() was due
+    }
+}
+
 TEST_CASE("a snapshot takes a file's new content after an edit, and its old content when it did not move", "[store]") {
     Project p("db: data/*.json\n");
     p.write("data/a.json", "first\n");

@@ -167,7 +167,8 @@ std::optional<rapidjson::Document> ServerConnection::next_line() {
     return doc;
 }
 
-std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point deadline) {
+std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point deadline, OnStop on_stop) {
+    const bool stoppable = on_stop == OnStop::stop;
     for (;;) {
         if (auto line = next_line()) return line;
         if (!read_available()) {
@@ -175,12 +176,12 @@ std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point d
             return std::nullopt;
         }
         if (auto line = next_line()) return line;
-        throw_if_stopped();
+        if (stoppable) throw_if_stopped();
         const auto now = Clock::now();
         if (now >= deadline) throw Error("the fork server did not answer in time");
         pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd(), POLLIN, 0}};
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-        ::poll(fds, stop_fd() >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(wait, 60'000)));
+        ::poll(fds, stoppable && stop_fd() >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(wait, 60'000)));
     }
 }
 
@@ -248,12 +249,12 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
         if (log.get() < 0) throw Error("cannot open " + spec.output.string() + ": " + errno_text());
         try {
             server->send(request(receipt_id_, spec), {log.get(), spec.channel->child_end()});
-            const auto answer = server->receive(Clock::now() + kAnswerTimeout);
+            // Asked to stop meanwhile, the worker may be running already: its pid first, then
+            // wait() ends it as any stop, and the run restores what it wrote.
+            const auto answer = server->receive(Clock::now() + kAnswerTimeout, ServerConnection::OnStop::wait);
             if (!answer) return refused("it ended before it answered");
             if (const auto* why = member(*answer, "refused"); why && why->IsString()) return refused(std::string("refused: ") + why->GetString());
             worker = int_member(*answer, "pid").value_or(0);
-        } catch (const Stopped&) {
-            throw;
         } catch (const Error& e) {
             return refused(e.what());
         }
@@ -345,10 +346,9 @@ ProcessResult ForkSession::wait(const ProcessSpec& spec, ServerConnection& serve
     if (answered) {
         try {
             server.send(R"({"op":"reap"})");
-            const auto reaped = server.receive(Clock::now() + kEndAnswerTimeout);
+            // Even when stopped: the run's restore comes after this, and must (the caller's).
+            const auto reaped = server.receive(Clock::now() + kEndAnswerTimeout, ServerConnection::OnStop::wait);
             if (!reaped || member(*reaped, "reaped") == nullptr) lost("it did not reap its worker");
-        } catch (const Stopped&) {
-            throw;
         } catch (const Error& e) {
             lost(e.what());
         }

@@ -38,9 +38,12 @@ public:
     int fd() const { return fd_; }
     // One line (`json` and '\n'), with `fds` as SCM_RIGHTS on its first byte.
     void send(std::string_view json, const std::vector<int>& fds = {});
+    // What a stop request does to a wait for the server: ends it (Stopped), or not, where a run
+    // under way needs the answer to end (the worker it started, its reap).
+    enum class OnStop { stop, wait };
     // The next line the server sent, parsed; nullopt once it closed the connection. Waits until
-    // `deadline` (then throws Error); a stop request throws Stopped.
-    std::optional<rapidjson::Document> receive(std::chrono::steady_clock::time_point deadline);
+    // `deadline` (then throws Error); a stop request throws Stopped, unless `on_stop` is wait.
+    std::optional<rapidjson::Document> receive(std::chrono::steady_clock::time_point deadline, OnStop on_stop = OnStop::stop);
     // Reads what has come, without waiting; false once the server closed the connection.
     bool read_available();
     // A whole line read so far, parsed; nullopt when none.
