@@ -1,12 +1,13 @@
 """Localisation end to end: every order-dependent test gets the partner it hangs on, a
 nondeterministic one gets none, and each blocking row's reproduce command replays it."""
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness import Ledger, child_env, cmake_configure, ctest, source_tree_untouched
+from harness import Ledger, child_env, cmake_configure, ctest, source_tree_untouched, step_output
 
 PROJECT = Path(__file__).parent / "projects" / "culprits"
 
@@ -98,6 +99,27 @@ def test_a_polluter_found_is_swept_for_its_other_victims(build_dir, tmp_path):
     runs = binary / "evidence" / "sweep" / "runs"
     assert (runs / "sweep.1.plan.json").is_file() and (runs / "sweep.1.rerun.2.jsonl").is_file()
     assert "sweep.1: 1 more order-dependent test(s)" in (binary / "Testing" / "Temporary" / "LastTest.log").read_text()
+
+
+def test_a_sweep_the_step_has_no_time_for_is_said_not_skipped_silently(build_dir, tmp_path):
+    """With RERUNS 70 a sweep and its reruns may take 71 TIMEOUTs, and LOCALISE 7 gives the step
+    71: the polluter is found, its sweep does not run, and the step says so and why."""
+    project = tmp_path / "src"
+    shutil.copytree(Path(__file__).parent / "projects" / "sweep", project)
+    cmake_lists = project / "CMakeLists.txt"
+    cmake_lists.write_text(cmake_lists.read_text().replace("PER_TEST OFF", "PER_TEST OFF LOCALISE 7 RERUNS 70"))
+    binary = tmp_path / "build"
+    configured = cmake_configure(project, binary, f"EvidenceGate_DIR={build_dir}")
+    assert configured.returncode == 0, configured.describe()
+    result = ctest(binary, "-L", "evidence", "-j2")
+    assert result.returncode != 0, result.describe()
+    ledger = Ledger(binary, "sweep")
+    found = ledger.tests["tests/test_clock.py::test_c_reads_the_real_clock_too"]
+    assert found["partner"] == "tests/test_clock.py::test_b_freezes_and_forgets", found
+    assert not (binary / "evidence" / "sweep" / "runs" / "sweep.1.plan.json").exists()
+    said = step_output(binary, "sweep.localise")
+    assert re.search(r"not swept for more victims: tests/test_clock.py::test_b_freezes_and_forgets \(a sweep and its 70 "
+                     r"rerun\(s\) may take \d+ s \(a TIMEOUT each\), more than the step's \d+ s left\)", said), said
 
 
 def test_a_test_that_fails_only_in_the_sweep_is_flaky_not_localised(build_dir, tmp_path):

@@ -235,7 +235,24 @@ private:
             queue(confirmed);
             return true;
         }
+        if (!to_sweep_.empty()) say_unswept(sweep_bound);
         return false;
+    }
+
+    // Sweeps that will not run (time only shrinks, sweeps only add up): said once, not silently.
+    void say_unswept(std::chrono::seconds sweep_bound) {
+        std::vector<std::string> polluters;
+        for (const auto& [set, seed] : to_sweep_)
+            for (const auto& test : set)
+                if (std::find(polluters.begin(), polluters.end(), test) == polluters.end()) polluters.push_back(test);
+        to_sweep_.clear();
+        const auto left = std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(deadline_ - Clock::now()).count());
+        const auto why = sweeps_ >= kMaxSweeps
+                             ? std::to_string(kMaxSweeps) + " sweeps ran, the most one step runs"
+                             : "a sweep and its " + std::to_string(std::max(0, suite_.reruns)) + " rerun(s) may take " +
+                                   std::to_string(sweep_bound.count()) + " s (a TIMEOUT each), more than the step's " +
+                                   std::to_string(left) + " s left";
+        if (progress_.unswept) progress_.unswept(polluters, why);
     }
 
     // Sweeps are whole runs, not probes: they come out of no test's LOCALISE share, and these

@@ -31,6 +31,8 @@ struct LocaliseProgress {
     std::function<void(const Culprit&)> done;
     std::function<void(const RunPlan& sweep, const std::vector<std::string>& partners)> sweeping;
     std::function<void(const RunPlan& sweep, const std::vector<std::string>& found)> swept;  // its new order-dependent tests
+    // Polluters found whose sweep did not run, and why (the step's time, or its most sweeps).
+    std::function<void(const std::vector<std::string>& polluters, const std::string& why)> unswept;
 };
 
 // Localises every test the local runs make order-dependent, within `per_test` pytest runs

@@ -202,6 +202,11 @@ int cmd_localise(Invocation& in) {
     progress.swept = [&](const RunPlan& sweep, const std::vector<std::string>& found) {
         std::cout << "evgate: " << suite.name << ": " << sweep.id << ": " << found.size() << " more order-dependent test(s)" << std::endl;
     };
+    progress.unswept = [&](const std::vector<std::string>& polluters, const std::string& why) {
+        std::cout << "evgate: " << suite.name << ": not swept for more victims: " << polluters.front()
+                  << (polluters.size() > 1 ? " and " + std::to_string(polluters.size() - 1) + " more" : "") << " (" << why
+                  << "); their other victims show only where an order ran them after it" << std::endl;
+    };
     const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
