@@ -101,19 +101,27 @@ def test_a_polluter_found_is_swept_for_its_other_victims(build_dir, tmp_path):
     assert "sweep.1: 1 more order-dependent test(s)" in (binary / "Testing" / "Temporary" / "LastTest.log").read_text()
 
 
-def test_a_sweep_the_step_has_no_time_for_is_said_not_skipped_silently(build_dir, tmp_path):
-    """With RERUNS 70 a sweep and its reruns may take 71 TIMEOUTs, and LOCALISE 7 gives the step
-    71: the polluter is found, its sweep does not run, and the step says so and why."""
+def run_a_sweep_project(build_dir, tmp_path, change):
+    """projects/sweep copied, changed by `change(project)`, run (the gate blocks): (binary, ledger)."""
     project = tmp_path / "src"
     shutil.copytree(Path(__file__).parent / "projects" / "sweep", project)
-    cmake_lists = project / "CMakeLists.txt"
-    cmake_lists.write_text(cmake_lists.read_text().replace("PER_TEST OFF", "PER_TEST OFF LOCALISE 7 RERUNS 70"))
+    change(project)
     binary = tmp_path / "build"
     configured = cmake_configure(project, binary, f"EvidenceGate_DIR={build_dir}")
     assert configured.returncode == 0, configured.describe()
     result = ctest(binary, "-L", "evidence", "-j2")
     assert result.returncode != 0, result.describe()
-    ledger = Ledger(binary, "sweep")
+    return binary, Ledger(binary, "sweep")
+
+
+def test_a_sweep_the_step_has_no_time_for_is_said_not_skipped_silently(build_dir, tmp_path):
+    """With RERUNS 70 a sweep and its reruns may take 71 TIMEOUTs, and LOCALISE 7 gives the step
+    71: the polluter is found, its sweep does not run, and the step says so and why."""
+    def with_many_reruns(project):
+        cmake_lists = project / "CMakeLists.txt"
+        cmake_lists.write_text(cmake_lists.read_text().replace("PER_TEST OFF", "PER_TEST OFF LOCALISE 7 RERUNS 70"))
+
+    binary, ledger = run_a_sweep_project(build_dir, tmp_path, with_many_reruns)
     found = ledger.tests["tests/test_clock.py::test_c_reads_the_real_clock_too"]
     assert found["partner"] == "tests/test_clock.py::test_b_freezes_and_forgets", found
     assert not (binary / "evidence" / "sweep" / "runs" / "sweep.1.plan.json").exists()
@@ -125,17 +133,12 @@ def test_a_sweep_the_step_has_no_time_for_is_said_not_skipped_silently(build_dir
 def test_a_test_that_fails_only_in_the_sweep_is_flaky_not_localised(build_dir, tmp_path):
     """A test that fails in the sweep and passes when the sweep's order runs again is `flaky`
     (the sweep's reruns share its order), gets no partner, and is never localised."""
-    project = tmp_path / "src"
-    shutil.copytree(Path(__file__).parent / "projects" / "sweep", project)
-    (project / "tests" / "test_only_in_the_sweep.py").write_text(
-        "import sys\n\n\ndef test_z_fails_in_the_first_sweep():\n"
-        "    assert '--evidence-gate-run=sweep.1' not in sys.argv\n")
-    binary = tmp_path / "build"
-    configured = cmake_configure(project, binary, f"EvidenceGate_DIR={build_dir}")
-    assert configured.returncode == 0, configured.describe()
-    result = ctest(binary, "-L", "evidence", "-j2")
-    assert result.returncode != 0, result.describe()
-    ledger = Ledger(binary, "sweep")
+    def with_a_test_failing_in_the_first_sweep(project):
+        (project / "tests" / "test_only_in_the_sweep.py").write_text(
+            "import sys\n\n\ndef test_z_fails_in_the_first_sweep():\n"
+            "    assert '--evidence-gate-run=sweep.1' not in sys.argv\n")
+
+    binary, ledger = run_a_sweep_project(build_dir, tmp_path, with_a_test_failing_in_the_first_sweep)
     coin = ledger.tests["tests/test_only_in_the_sweep.py::test_z_fails_in_the_first_sweep"]
     assert coin["verdict"] == "flaky" and "partner" not in coin, coin
     assert "sweep.1" in coin["reason"], coin
