@@ -526,6 +526,47 @@ def test_a_stop_sent_to_the_run_step_alone_restores_before_the_step_ends(project
         assert "stopped by SIGINT while pytest ran" in record, record
 
 
+# The collected session hangs as it forks a worker (a conftest's fork hook, a loaded machine):
+# the run asked for a fork and waits for the worker's pid.
+HANGING_FORKS = """
+    import os
+    import time
+
+    COLLECTING = os.getpid()
+
+    def hang():
+        if os.getpid() != COLLECTING:  # in the fork server, which the collecting process forked
+            time.sleep(90)
+
+    os.register_at_fork(before=hang)
+"""
+
+
+def test_a_stop_while_the_fork_server_hangs_ends_everything_within_seconds(project):
+    """Ctrl-C while the run step waits for a hung fork server to start its worker: the step
+    waits a grace period for the worker's pid, then gives up on the server and kills it (a
+    worker it started later would run unwatched); every process is gone within seconds, not
+    after the request's 30 s bound or the server's hang, and the tree is whole."""
+    data_project(project, PASSING, conftest=HANGING_FORKS)
+    with project.checked():
+        project.configured()
+        process = subprocess.Popen(["ctest", "--test-dir", str(project.build), "-L", "evidence", "-j2"], env=project.env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        start = time.monotonic()
+        while not any(" run " in f" {cmdline} " for _, cmdline in processes_mentioning(str(project.build))):
+            assert process.poll() is None and time.monotonic() - start < 60, "no run step started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # the step has asked the server for a worker by now
+        sent = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=60)
+        left = wait_until_gone(str(project.tmp), seconds=15)
+        took = time.monotonic() - sent
+        assert not left, f"processes left {took:.1f} s after the stop: {left}"
+        assert took < 10, f"stopping took {took:.1f} s"
+        project.check_tree()
+
+
 def test_a_test_signalling_its_own_process_group_reaches_only_pytest(project):
     """A conftest sends SIGTERM to its own process group at import, in every pytest process
     (manifest, receipt, discovery, runs): only pytest and what it started are in that group, so

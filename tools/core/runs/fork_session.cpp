@@ -168,7 +168,7 @@ std::optional<rapidjson::Document> ServerConnection::next_line() {
 }
 
 std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point deadline, OnStop on_stop) {
-    const bool stoppable = on_stop == OnStop::stop;
+    bool stop_seen = false;  // (waiting on: the stop pipe stays readable, so it is watched until then)
     for (;;) {
         if (auto line = next_line()) return line;
         if (!read_available()) {
@@ -176,12 +176,16 @@ std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point d
             return std::nullopt;
         }
         if (auto line = next_line()) return line;
-        if (stoppable) throw_if_stopped();
         const auto now = Clock::now();
+        if (stop_signal() != 0 && !stop_seen) {
+            if (on_stop == OnStop::stop) throw Stopped(stop_signal());
+            stop_seen = true;
+            deadline = std::min(deadline, now + kStopGracePeriod);
+        }
         if (now >= deadline) throw Error("the fork server did not answer in time");
         pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd(), POLLIN, 0}};
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-        ::poll(fds, stoppable && stop_fd() >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(wait, 60'000)));
+        ::poll(fds, !stop_seen && stop_fd() >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(wait, 60'000)));
     }
 }
 
@@ -227,6 +231,10 @@ std::optional<ProcessResult> ForkSession::refused(const std::string& why) {
     return std::nullopt;
 }
 
+void ForkSession::end_server() {
+    if (server_ && process_identity(server_->pid) == server_) ::kill(server_->pid, SIGKILL);
+}
+
 void ForkSession::lost(const std::string& why) {
     forking_ = false;
     why_ = "the fork server: " + why;
@@ -252,10 +260,14 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
             // Asked to stop meanwhile, the worker may be running already: its pid first, then
             // wait() ends it as any stop, and the run restores what it wrote.
             const auto answer = server->receive(Clock::now() + kAnswerTimeout, ServerConnection::OnStop::wait);
-            if (!answer) return refused("it ended before it answered");
+            if (!answer) {
+                end_server();
+                return refused("it ended before it answered");
+            }
             if (const auto* why = member(*answer, "refused"); why && why->IsString()) return refused(std::string("refused: ") + why->GetString());
             worker = int_member(*answer, "pid").value_or(0);
         } catch (const Error& e) {
+            end_server();  // asked, and silent: it may start the worker yet
             return refused(e.what());
         }
     }
@@ -359,9 +371,7 @@ ProcessResult ForkSession::wait(const ProcessSpec& spec, ServerConnection& serve
         result.server_lost = true;
         result.note = server_gone ? "the fork server was gone" : "the fork server did not say how its worker ended";
         lost(server_gone ? "it ended while a run ran" : "it did not say how a worker ended");
-        if (!server_gone && server_) {
-            if (process_identity(server_->pid) == server_) ::kill(server_->pid, SIGKILL);
-        }
+        if (!server_gone) end_server();
     }
     spec.channel->child_reaped();
     spec.channel->drain();  // what the group wrote before it died

@@ -39,7 +39,8 @@ public:
     // One line (`json` and '\n'), with `fds` as SCM_RIGHTS on its first byte.
     void send(std::string_view json, const std::vector<int>& fds = {});
     // What a stop request does to a wait for the server: ends it (Stopped), or not, where a run
-    // under way needs the answer to end (the worker it started, its reap).
+    // under way needs the answer to end (the worker it started, its reap); then the wait goes
+    // on for kStopGracePeriod after the stop at most.
     enum class OnStop { stop, wait };
     // The next line the server sent, parsed; nullopt once it closed the connection. Waits until
     // `deadline` (then throws Error); a stop request throws Stopped, unless `on_stop` is wait.
@@ -83,6 +84,9 @@ private:
     ProcessResult wait(const ProcessSpec& spec, ServerConnection& server, pid_t worker,
                        std::chrono::steady_clock::time_point start);
     void lost(const std::string& why);
+    // Kills the server, still the one the receipt bound, that this run gave up on: a worker it
+    // might start later would run with nobody waiting for it (it dies with the server).
+    void end_server();
 
     std::filesystem::path socket_;
     std::optional<ProcessIdentity> server_;
