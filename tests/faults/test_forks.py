@@ -201,6 +201,46 @@ def test_a_test_that_attacks_the_server_ends_only_its_own_fork(project, how, job
         nothing_left(project)
 
 
+def test_a_server_that_never_starts_the_worker_is_given_up_and_killed(project):
+    """The collected session hangs as it forks (a conftest's fork hook sleeps 120 s in the
+    server): the run that asked waits 30 s for the worker's pid, kills the server (a worker it
+    started later would run unwatched) and goes on in a process; so does every later run; the
+    evidence holds, and nothing waits out the hang."""
+    project.write(TEST_FILE, """
+        def test_one():
+            pass
+
+        def test_two():
+            pass
+    """)
+    project.write("conftest.py", """
+        import os
+        import time
+
+        COLLECTING = os.getpid()
+
+        def hang():
+            if os.getpid() != COLLECTING:  # in the fork server, which the collecting process forked
+                time.sleep(120)
+
+        os.register_at_fork(before=hang)
+    """)
+    project.suite(f"{FAST} TESTS tests")
+    with project.checked():
+        project.configured()
+        start = time.monotonic()
+        result = project.evidence("-j2")
+        took = time.monotonic() - start
+        assert took < 90, f"{took:.0f} s: the run waited out the server's hang:\n{result.describe()}"
+        assert result.returncode == 0 and gate_summary(project.build) == "PASSED", result.describe()
+        for run in ("seed.0", "seed.1"):
+            done = finished(project, run)
+            assert done["complete"] and done["isolation"] == "process", done
+            assert "the fork server" in done["isolation_note"], done
+        assert any("did not answer in time" in finished(project, run)["isolation_note"] for run in ("seed.0", "seed.1"))
+        nothing_left(project)
+
+
 @pytest.mark.parametrize("waits_before", ["test_a_attacks", "test_b_after"])
 def test_a_fork_lost_with_its_server_outside_a_test_goes_on_after_its_last_result(project, tmp_path, waits_before):
     """seed.1's fork waits outside any test (before its first test, or between its two) while
