@@ -168,7 +168,7 @@ std::optional<rapidjson::Document> ServerConnection::next_line() {
 }
 
 std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point deadline, OnStop on_stop) {
-    bool stop_seen = false;  // (waiting on: the stop pipe stays readable, so it is watched until then)
+    bool stop_seen = false;  // the stop pipe stays readable once written: watched until then only
     for (;;) {
         if (auto line = next_line()) return line;
         if (!read_available()) {
@@ -260,10 +260,7 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
             // Asked to stop meanwhile, the worker may be running already: its pid first, then
             // wait() ends it as any stop, and the run restores what it wrote.
             const auto answer = server->receive(Clock::now() + kAnswerTimeout, ServerConnection::OnStop::wait);
-            if (!answer) {
-                end_server();
-                return refused("it ended before it answered");
-            }
+            if (!answer) return refused("it ended before it answered");  // (a worker of a dropped client dies with it)
             if (const auto* why = member(*answer, "refused"); why && why->IsString()) return refused(std::string("refused: ") + why->GetString());
             worker = int_member(*answer, "pid").value_or(0);
         } catch (const Error& e) {
