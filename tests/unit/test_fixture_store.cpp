@@ -179,16 +179,22 @@ TEST_CASE("a lease left by an exception restores what its run changed; one ended
     REQUIRE(found.size() == 1);
     CHECK(found.front().check == "tree:seed.0");
 
-    // Inside a catch of an earlier exception, a lease taken and ended normally is not unwinding.
-    try {
-        throw Error("earlier");
-    } catch (const Error&) {
-        {
+    // A lease that ends normally leaves the restore to its caller's restore(), even one taken
+    // and ended while an earlier exception unwinds (what counts is an exception leaving it).
+    struct LeaseAsItUnwinds {
+        FixtureStore& store;
+        Project& p;
+        ~LeaseAsItUnwinds() {
             FixtureStore::Lease lease(store, TreeAccess::shared, "seed.1");
             p.write("data/a.json", "{\"again\": true}\n");
         }
-        CHECK(p.read("data/a.json") == "{\"again\": true}\n");  // its caller's restore() was due
-    }
+    };
+    CHECK_THROWS_AS(([&] {
+                        LeaseAsItUnwinds unwinding{store, p};
+                        throw Error("earlier");
+                    }()),
+                    Error);
+    CHECK(p.read("data/a.json") == "{\"again\": true}\n");
 }
 
 TEST_CASE("a snapshot takes a file's new content after an edit, and its old content when it did not move", "[store]") {
