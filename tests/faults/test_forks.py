@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from harness import (FAST, SUITE, cmake_configure, ctest, gate_summary, process_alive, record_files, step_output,
-                     wait_until_gone)
+from harness import (FAST, HANGING_FORK_SERVER, SUITE, cmake_configure, ctest, gate_summary, process_alive,
+                     record_files, step_output, wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
 
@@ -213,18 +213,7 @@ def test_a_server_that_never_starts_the_worker_is_given_up_and_killed(project):
         def test_two():
             pass
     """)
-    project.write("conftest.py", """
-        import os
-        import time
-
-        COLLECTING = os.getpid()
-
-        def hang():
-            if os.getpid() != COLLECTING:  # in the fork server, which the collecting process forked
-                time.sleep(120)
-
-        os.register_at_fork(before=hang)
-    """)
+    project.write("conftest.py", HANGING_FORK_SERVER)
     project.suite(f"{FAST} TESTS tests")
     with project.checked():
         project.configured()

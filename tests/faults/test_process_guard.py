@@ -10,7 +10,6 @@ afterwards, the canary secret nowhere) and asserts that the gate blocks with a s
 names the run and what happened, and that no innocent test is blamed.
 """
 
-import json
 import os
 import re
 import signal
@@ -20,7 +19,7 @@ import time
 
 import pytest
 
-from harness import (FAST, SUITE, gate_summary, process_alive, processes_mentioning, record_files, step_output,
+from harness import (FAST, HANGING_FORK_SERVER, SUITE, gate_summary, process_alive, processes_mentioning, step_output,
                      wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
@@ -128,7 +127,7 @@ def test_a_forked_child_cannot_turn_a_failure_into_a_pass(project):
                 os._exit(0)
             os.waitpid(pid, 0)
     """)
-    project.suite(f"SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    project.suite(f"{FAST} TESTS tests")
     with project.checked():
         project.configured()
         result = project.evidence()
@@ -420,6 +419,11 @@ def start_ctest(project):
     return process
 
 
+def run_steps(project):
+    """The project's `evgate run` steps running now: (pid, command line)."""
+    return [(pid, cmdline) for pid, cmdline in processes_mentioning(str(project.build)) if " run " in f" {cmdline} "]
+
+
 def leftovers(project):
     return processes_mentioning(str(project.tmp))
 
@@ -507,9 +511,8 @@ def test_a_stop_sent_to_the_run_step_alone_restores_before_the_step_ends(project
     with project.checked():
         project.configured()
         process = start_ctest(project)
-        steps = [pid for pid, cmdline in processes_mentioning(str(project.build))
-                 if " run " in f" {cmdline} " and "--seed 0" in cmdline]
-        assert len(steps) == 1, f"one run step for seed 0: {processes_mentioning(str(project.build))}"
+        steps = [pid for pid, cmdline in run_steps(project) if "--seed 0" in cmdline]
+        assert len(steps) == 1, f"one run step for seed 0: {run_steps(project)}"
         os.kill(steps[0], signal.SIGINT)
         deadline = time.monotonic() + 30
         while process_alive(steps[0]) and time.monotonic() < deadline:
@@ -526,34 +529,18 @@ def test_a_stop_sent_to_the_run_step_alone_restores_before_the_step_ends(project
         assert "stopped by SIGINT while pytest ran" in record, record
 
 
-# The collected session hangs as it forks a worker (a conftest's fork hook, a loaded machine):
-# the run asked for a fork and waits for the worker's pid.
-HANGING_FORKS = """
-    import os
-    import time
-
-    COLLECTING = os.getpid()
-
-    def hang():
-        if os.getpid() != COLLECTING:  # in the fork server, which the collecting process forked
-            time.sleep(90)
-
-    os.register_at_fork(before=hang)
-"""
-
-
 def test_a_stop_while_the_fork_server_hangs_ends_everything_within_seconds(project):
     """Ctrl-C while the run step waits for a hung fork server to start its worker: the step
     waits a grace period for the worker's pid, then gives up on the server and kills it (a
     worker it started later would run unwatched); every process is gone within seconds, not
     after the request's 30 s bound or the server's hang, and the tree is whole."""
-    data_project(project, PASSING, conftest=HANGING_FORKS)
+    data_project(project, PASSING, conftest=HANGING_FORK_SERVER)
     with project.checked():
         project.configured()
         process = subprocess.Popen(["ctest", "--test-dir", str(project.build), "-L", "evidence", "-j2"], env=project.env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         start = time.monotonic()
-        while not any(" run " in f" {cmdline} " for _, cmdline in processes_mentioning(str(project.build))):
+        while not run_steps(project):
             assert process.poll() is None and time.monotonic() - start < 60, "no run step started"
             time.sleep(0.05)
         time.sleep(1.0)  # the step has asked the server for a worker by now

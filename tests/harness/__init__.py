@@ -23,14 +23,14 @@ from harness.evidence import (Ledger, expect_verdicts, known_verdicts, record_da
 from harness.gate import decision, gate_lines, summary_line
 from harness.processes import process_alive, processes_mentioning, wait_until_gone
 from harness.product import EXAMPLES, REPO, product_build_dir, product_source_dir, tool
-from harness.project import (CANARY_VARIABLE, FAST, SUITE, Project, expect_message, gate_summary,
-                             normalized)
+from harness.project import (CANARY_VARIABLE, FAST, HANGING_FORK_SERVER, SUITE, Project, expect_message,
+                             gate_summary, normalized)
 from harness.tree import (FORBIDDEN_NAMES, TreeChanged, digest_diff, expect_unchanged, file_sha256, files_holding,
                           source_tree_untouched, tree_digest)
 
 __all__ = [
     "BUILD_TIMEOUT", "CANARY_VARIABLE", "CONFIGURE_TIMEOUT", "CTEST_TIMEOUT", "CTestRun", "EXAMPLES", "FAST",
-    "FORBIDDEN_NAMES", "Ledger", "Project", "REPO", "Result", "SUITE", "TreeChanged", "child_env",
+    "FORBIDDEN_NAMES", "HANGING_FORK_SERVER", "Ledger", "Project", "REPO", "Result", "SUITE", "TreeChanged", "child_env",
     "cmake_configure", "configure_example", "ctest", "ctest_names", "decision", "digest_diff", "expect_message",
     "expect_unchanged", "expect_verdicts", "file_sha256", "files_holding", "gate_lines", "gate_summary",
     "known_verdicts", "ninja_or_default", "normalized", "process_alive", "processes_mentioning",

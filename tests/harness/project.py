@@ -29,6 +29,21 @@ SUITE = "faults"
 # and one shuffled order, no perturbed run, no per-test CTest entries.
 FAST = "SEEDS 1 PERTURB OFF PER_TEST OFF"
 
+# A conftest.py whose fork server hangs 120 s as it forks a worker (a fork hook, as a loaded
+# machine or a hostile plugin might): a run that asked for a fork waits for the worker's pid.
+HANGING_FORK_SERVER = """
+import os
+import time
+
+COLLECTING = os.getpid()
+
+def hang():
+    if os.getpid() != COLLECTING:  # in the fork server, which the collecting process forked
+        time.sleep(120)
+
+os.register_at_fork(before=hang)
+"""
+
 # Runs argv (after the first argument, a file for the result) and writes the peak resident
 # set size in KiB of any process of its tree that was waited for (RUSAGE_CHILDREN).
 _RSS_WRAPPER = ("import resource, subprocess, sys\n"

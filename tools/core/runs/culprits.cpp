@@ -212,10 +212,7 @@ private:
         // A sweep and its reruns may take a TIMEOUT each: only while they all fit in the step's time.
         const auto sweep_bound = std::chrono::seconds(static_cast<long long>(1 + std::max(0, suite_.reruns)) * suite_.timeout_seconds);
         while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + sweep_bound < deadline_) {
-            std::vector<std::string> partners;
-            for (const auto& [set, seed] : to_sweep_)
-                for (const auto& test : set)
-                    if (std::find(partners.begin(), partners.end(), test) == partners.end()) partners.push_back(test);
+            const auto partners = polluters_to_sweep();
             auto plan = sweep_plan(++sweeps_, partners, collection_);
             plan.seed = to_sweep_.front().second;
             to_sweep_.clear();
@@ -239,12 +236,18 @@ private:
         return false;
     }
 
-    // Sweeps that will not run (time only shrinks, sweeps only add up): said once, not silently.
-    void say_unswept(std::chrono::seconds sweep_bound) {
+    // Every test of the polluter sets waiting for a sweep, once each, in the order found.
+    std::vector<std::string> polluters_to_sweep() const {
         std::vector<std::string> polluters;
         for (const auto& [set, seed] : to_sweep_)
             for (const auto& test : set)
                 if (std::find(polluters.begin(), polluters.end(), test) == polluters.end()) polluters.push_back(test);
+        return polluters;
+    }
+
+    // Sweeps that will not run (time only shrinks, sweeps only add up): said once, not silently.
+    void say_unswept(std::chrono::seconds sweep_bound) {
+        const auto polluters = polluters_to_sweep();
         to_sweep_.clear();
         const auto left = std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(deadline_ - Clock::now()).count());
         const auto why = sweeps_ >= kMaxSweeps
