@@ -5,6 +5,7 @@ view of the options: the command line against the collection's, the start-up env
 """
 
 import argparse
+import fcntl
 import os
 import shutil
 import sys
@@ -13,6 +14,11 @@ import tempfile
 # The environment as the interpreter started with it, before any conftest changed it: a run's
 # environment is applied as the difference from this. (Imported with the plugin, at start-up.)
 STARTUP_ENVIRON = dict(os.environ)
+
+# The lowest descriptor the record channel is given, as evgate gives it to a process
+# (record_channel.hpp): a test that writes to descriptor 3 (a habit from TAP and bats), or to one
+# a shell allocates from 10 up, does not stumble on it.
+CHANNEL_FLOOR = 100
 
 # Variables read when the interpreter starts, whose value a fork cannot change.
 STARTUP_PREFIXES = ("PYTHON", "LD_", "LC_")
@@ -28,7 +34,8 @@ class Worker:
         self.config = session.config
         self.collected = collected
         self.run = run
-        self.log, self.channel = fds
+        self.log, channel = fds
+        self.channel = moved_up(channel)
         self.output_fds = output
 
     def begin(self, session):
@@ -67,11 +74,12 @@ class Worker:
         recorder.after_collection()
 
     def environment(self):
-        """The run's environment, as its difference from the one the session started with:
-        what the session's own code set, and the run does not change, stays."""
-        run = self.run["environ"]
-        for name in set(run) | set(STARTUP_ENVIRON):
-            if run.get(name) == STARTUP_ENVIRON.get(name):
+        """The run's environment, as its difference from the one evgate started the collection
+        with: what the session's own code set, or a wrapper that started the interpreter (a pyenv
+        shim's PATH), stays where the run does not change it, as it would in a fresh process."""
+        run, launched = self.run["environ"], self.run["launched"]
+        for name in set(run) | set(launched):
+            if run.get(name) == launched.get(name):
                 continue
             if name in run:
                 os.environ[name] = run[name]
@@ -107,14 +115,28 @@ class Worker:
         return config.stash[entry.RUN_KEY]
 
 
+def moved_up(fd):
+    """`fd` at CHANNEL_FLOOR or above (where the descriptor limit allows), close-on-exec."""
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, CHANNEL_FLOOR)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
+
+
 def is_startup_variable(name):
     return name.startswith(STARTUP_PREFIXES) or name in STARTUP_NAMES
 
 
-def arguments_after_pytest(argv):
-    """The arguments after `python -m pytest`, when argv runs this interpreter; else None."""
+def arguments_after_pytest(argv, launched):
+    """The arguments after `python -m pytest`, when argv runs this interpreter — the one evgate
+    named when it started the collection (`launched`: a wrapper such as a pyenv shim is the same
+    wrapper), or this very executable; else None."""
     if len(argv) < 3 or argv[1:3] != ["-m", "pytest"]:
         return None
+    if argv[0] == launched:
+        return argv[3:]
     exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if exe is None or os.path.realpath(exe) != os.path.realpath(sys.executable):
         return None

@@ -107,7 +107,8 @@ TEST_CASE("options under which pytest calls no test are hollow, not thinning", "
     CHECK(thinning_options({"--setup-only"}).empty());
 }
 
-TEST_CASE("-o in the ini file's addopts is dropped, as pytest ignores it there", "[config]") {
+// (A case's name must not start with '-': CTest hands it to Catch as an argument.)
+TEST_CASE("an -o in the ini file's addopts is dropped, as pytest ignores it there", "[config]") {
     CHECK(thinning_options({"-o", "python_functions=test_ok", "-m", "fast"}, false) == std::vector<std::string>{"-m fast"});
     CHECK(thinning_options({"--override-ini=python_functions=test_ok"}, false).empty());
 }

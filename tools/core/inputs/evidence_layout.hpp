@@ -39,9 +39,8 @@ inline constexpr char kRuns[] = "runs";          // every run of the invocation:
 inline constexpr char kReplay[] = "replay";      // the same for `evgate replay`
 inline constexpr char kLocaliseRuns[] = "localise";  // the same for the localise step's partner search
 inline constexpr char kLogs[] = "logs";          // pytest's output: <run id>.log, receipt.log, discover.log, manifest.log
-inline constexpr char kSandbox[] = "sandbox";    // sandbox/<run id>/: each pytest process's own HOME and TMPDIR
-inline constexpr char kPerturbed[] = "perturbed";  // the perturbed run's HOME and TMPDIR
-inline constexpr char kHome[] = "home";          // HOME inside sandbox/<run id>/ and perturbed/
+// Each pytest process's HOME and TMPDIR are outside the evidence directory (runs/sandbox.hpp).
+inline constexpr char kHome[] = "home";          // HOME inside a process's sandbox
 inline constexpr char kTmp[] = "tmp";            // TMPDIR beside it
 inline constexpr char kPycache[] = "pycache";    // PYTHONPYCACHEPREFIX: bytecode, never beside the sources
 inline constexpr char kFixtures[] = "fixtures";  // the fixture store of this build tree (below)

@@ -161,7 +161,28 @@ void ForkServerStart::prepare(ProcessSpec& spec) {
                       "--evidence-gate-serve-owner=" + std::to_string(owner_->pid) + ":" + std::to_string(owner_->start),
                       "--evidence-gate-serve-idle=" + std::to_string(kIdleSeconds)});
     spec.survivor = [this] { return server_pid(); };
+    launch_python_ = spec.argv.front();
+    launch_environment_ = spec.environment;
 }
+
+namespace {
+
+std::string bind_request(const std::string& receipt_id, const std::string& python, const std::vector<std::string>& environment) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("op"), w.String("bind");
+    w.Key("receipt"), w.String(receipt_id);
+    w.Key("python"), w.String(python);
+    w.Key("env");
+    w.StartArray();
+    for (const auto& entry : environment) w.String(entry);
+    w.EndArray();
+    w.EndObject();
+    return std::string(json.text());
+}
+
+}  // namespace
 
 pid_t ForkServerStart::server_pid() const {
     try {
@@ -203,7 +224,7 @@ void ForkServerStart::bind(const std::string& receipt_id, std::size_t tests) {
     const auto identity = process_identity(started_);
     if (!identity) throw Error("the server (pid " + std::to_string(started_) + ") is gone");
     ServerConnection server(socket_, identity);
-    server.send(R"({"op":"bind","receipt":)" + json_string(receipt_id) + "}");
+    server.send(bind_request(receipt_id, launch_python_, launch_environment_));
     const auto answer = server.receive(Clock::now() + kAnswerTimeout);
     if (!answer) throw Error("the server ended before it answered");
     if (const auto* why = member(*answer, "refused"); why && why->IsString()) throw Error(why->GetString());

@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "inputs/suite_config.hpp"
 #include "runs/ctest_claim.hpp"
@@ -63,6 +64,10 @@ private:
     std::filesystem::path socket_, status_;
     Isolation isolation_;
     pid_t started_ = 0;  // the server the receipt's pytest said it forked
+    // How evgate started the collection: the server compares each run's request with it (not with
+    // what the interpreter saw at start-up, which a wrapper such as a pyenv shim may have changed).
+    std::string launch_python_;
+    std::vector<std::string> launch_environment_;
 };
 
 // Stops the suite's server if one answers at its socket (the release step, and every receipt

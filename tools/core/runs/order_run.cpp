@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <gsl/gsl>
+
 #include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
@@ -15,6 +17,7 @@
 #include "runs/pytest_command.hpp"
 #include "runs/record_channel.hpp"
 #include "runs/run_records.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -54,11 +57,6 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     w.Key("note"), w.String(summary.note);
     w.EndObject();
     return std::string(json.text());
-}
-
-// A record line of this event, as the plugin sends them (RECORD_ENCODER: no spaces).
-bool is_event(std::string_view line, std::string_view event) {
-    return line.find("\"event\":\"" + std::string(event) + "\"") != std::string_view::npos;
 }
 
 // The groups this process's records say changed: in its tests, declared or not, and outside them.
@@ -103,12 +101,6 @@ std::int64_t listed_ns(const FixtureStore& store) {
     const auto now = wall_clock_ns();
     if (::stat(store.lease_file().c_str(), &st) != 0) return now;
     return std::min(now, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
-}
-
-std::size_t results_in(std::string_view lines) {
-    std::size_t n = 0;
-    for (auto at = lines.find("\"event\":\"result\""); at != std::string_view::npos; at = lines.find("\"event\":\"result\"", at + 1)) ++n;
-    return n;
 }
 
 // A test the process started and did not finish.
@@ -163,7 +155,7 @@ private:
     bool one_process();
     ProcessResult run_pytest(RecordChannel& channel);
     ProcessSpec pytest_spec(RecordChannel& channel) const;
-    void note_tests(std::string_view lines);
+    void take(std::string_view lines, std::string& taken);
     [[noreturn]] void stop(const ProcessResult& result);
     void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
     bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
@@ -188,19 +180,16 @@ private:
     ForkSession forks_;  // forks of the collected session, while its server serves this run
     bool forked_ = false;  // the last process was a fork
     std::optional<std::chrono::steady_clock::time_point> test_started_;  // the test running now, when its start came
+    std::string running_;  // that test's id
 };
 
 // One pytest process over the rest of the order; false when the order is over.
 bool OrderRun::one_process() {
     write_order(at_.order, remaining_);
     std::string lines;  // this process's records, as pytest sent them
-    RecordChannel channel([&](std::string_view whole) {
-        at_.records.append(whole);
-        lines.append(whole);
-        results_ += results_in(whole);
-        note_tests(whole);
-    });
+    RecordChannel channel([&](std::string_view whole) { take(whole, lines); });
     test_started_.reset();
+    running_.clear();
     const auto result = run_pytest(channel);
     last_ = result;
     ++summary_.processes;
@@ -244,15 +233,31 @@ ProcessResult OrderRun::run_pytest(RecordChannel& channel) {
     return forked ? *forked : run_process(spec);
 }
 
-// TEST_TIMEOUT counts from a test's start record to its result.
-void OrderRun::note_tests(std::string_view lines) {
+// pytest's whole lines as they come, each checked: a record goes to the run's records (and
+// `taken`), a line that is not one (a test wrote on the channel's descriptor) becomes a `noise`
+// record naming the test that ran. TEST_TIMEOUT counts from a test's start record to its result.
+void OrderRun::take(std::string_view lines, std::string& taken) {
+    const auto before = taken.size();
     while (!lines.empty()) {
         const auto end = lines.find('\n');
         const auto line = lines.substr(0, end);
-        if (is_event(line, "start")) test_started_ = std::chrono::steady_clock::now();
-        else if (is_event(line, "result")) test_started_.reset();
         lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 1);
+        auto seen = check_channel_line(line);
+        if (!seen.record) {
+            taken += noise_record(line, running_) + "\n";
+            continue;
+        }
+        if (seen.event == RunRecord::Event::start) {
+            test_started_ = std::chrono::steady_clock::now();
+            running_ = std::move(seen.test);
+        } else if (seen.event == RunRecord::Event::result) {
+            test_started_.reset();
+            running_.clear();
+            ++results_;
+        }
+        taken.append(line).append("\n");
     }
+    at_.records.append(std::string_view(taken).substr(before));
 }
 
 ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
@@ -395,6 +400,7 @@ RunSummary run_order(const SuiteConfig& suite, const Receipt& receipt, FixtureSt
     fs::create_directories(log.parent_path());
     fs::remove(log);
     empty_sandbox(suite, log);
+    const auto removed = gsl::finally([&] { remove_sandbox(suite, log); });  // whatever ends the run
     // evgate writes the records itself, from what pytest sends on its channel.
     RecordsFile records(records_file(suite, plan));
     FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore

@@ -19,6 +19,7 @@
 #include "inputs/shards.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt_sources.hpp"
+#include "runs/sandbox.hpp"
 #include "inputs/pytest_config.hpp"
 
 namespace fs = std::filesystem;
@@ -120,7 +121,7 @@ void add_options(rapidjson::Document& doc, const SuiteConfig& suite) {
 // something in the user's home sees none of it. A variable the suite sets with ENVIRONMENT is
 // pinned instead; user-directory variables inherited from the user are dropped (names only).
 rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::AllocatorType& alloc) {
-    const auto dir = suite.evidence_dir / evidence::kSandbox;
+    const auto dir = suite_sandboxes(suite);
     const auto env = sandbox_environment(suite, dir / "<run>");
     rapidjson::Value sandbox(rapidjson::kObjectType);
     for (const auto& entry : env.set) {
@@ -132,9 +133,11 @@ rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::A
     sandbox.AddMember("pinned", string_list(env.pinned, alloc), alloc);
     sandbox.AddMember("dropped", string_list(env.dropped, alloc), alloc);
     sandbox.AddMember("why", rapidjson::Value("every pytest process (collection, each run, each probe) has its own HOME and "
-                                              "TMPDIR, empty when its run starts, and the XDG base directories below that "
-                                              "HOME: runs never meet there, and no directory evgate hands a test is in the "
-                                              "user's home; pin one with ENVIRONMENT", alloc), alloc);
+                                              "TMPDIR, empty when its run starts and removed when it ends, at a short path "
+                                              "of the same length for every kind of run (room for a Unix socket below it), "
+                                              "and the XDG base directories below that HOME: runs never meet there, and no "
+                                              "directory evgate hands a test is in the user's home; pin one with ENVIRONMENT",
+                                              alloc), alloc);
     return sandbox;
 }
 
@@ -202,17 +205,20 @@ std::vector<CollectedTest> Receipt::collected() const {
 
 namespace {
 
-// One --collect-only run with the suite's command line and environment.
+// One --collect-only run with the suite's command line and environment. Its sandbox goes with
+// it, unless the collected session stays to serve forks (`serving`): then the release step's.
 rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose,
-                            const std::function<void(ProcessSpec&)>& prepare = {}) {
+                            const std::function<void(ProcessSpec&)>& prepare = {}, bool serving = false) {
     const auto collect_file = suite.evidence_dir / evidence::collection_name(purpose);
     const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(purpose);
     fs::create_directories(log.parent_path());
     fs::remove(collect_file);
     fs::remove(log);
+    empty_sandbox(suite, log);
     auto spec = pytest_process(suite, {"--collect-only", "-q", "--evidence-gate-collect=" + collect_file.string()}, log);
     if (prepare) prepare(spec);
     const auto result = run_process(spec);
+    if (!serving) remove_sandbox(suite, log);
     if (!fs::exists(collect_file)) {
         throw Error("pytest collection did not complete (" + result.describe() + "); its output is in " +
                     log.string() + ":\n" + read_file(log));
@@ -225,7 +231,7 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
 }  // namespace
 
 Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* pristine, const ReceiptHooks& hooks) {
-    auto doc = collect(suite, "receipt", hooks.prepare);
+    auto doc = collect(suite, "receipt", hooks.prepare, /*serving=*/true);
     const auto top = add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
     fs::remove(suite.evidence_dir / evidence::kSources);  // an earlier receipt's listing is not this one's
     if (pristine != nullptr) add_sources(doc, suite, top, *pristine);

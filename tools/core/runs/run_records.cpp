@@ -39,7 +39,7 @@ RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
         {"interrupted", RunRecord::Event::interrupted}, {"torn", RunRecord::Event::torn},
         {"finished", RunRecord::Event::finished}, {"outside", RunRecord::Event::outside},
         {"foreign", RunRecord::Event::foreign},   {"order", RunRecord::Event::order},
-        {"status", RunRecord::Event::status}};
+        {"status", RunRecord::Event::status},     {"noise", RunRecord::Event::noise}};
     const auto name = optional_text(f[key::event], "event", where).value_or("");
     for (const auto& [word, e] : kEvents)
         if (word == name) return e;
@@ -91,6 +91,10 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
         case RunRecord::Event::order:
         case RunRecord::Event::status:
             r.reason = required_text(f[key::reason], "reason", where);
+            break;
+        case RunRecord::Event::noise:
+            r.reason = required_text(f[key::reason], "reason", where);
+            r.test = optional_text(f[key::test], "test", where).value_or("");
             break;
         case RunRecord::Event::interrupted:
             r.test = required_text(f[key::test], "test", where);
@@ -170,6 +174,40 @@ std::size_t last_line_start(const std::string& text) {
 
 }  // namespace
 
+ChannelLine check_channel_line(std::string_view line) {
+    thread_local std::string buffer;
+    thread_local FieldCapture fields = record_fields();
+    ChannelLine seen;
+    buffer.assign(line);
+    buffer += '\n';
+    try {
+        JsonlSaxReader reader(buffer, "the record channel");
+        fields.restart();
+        if (!reader.next(fields) || !fields.is_object()) return seen;
+        const auto record = record_of(fields, "the record channel", 1);
+        seen.record = true;
+        seen.event = record.event;
+        seen.test = record.test;
+    } catch (const InputError&) {
+        seen.record = false;
+    }
+    return seen;
+}
+
+std::string noise_record(std::string_view line, const std::string& running) {
+    constexpr std::size_t kShown = 120;
+    std::string shown;
+    for (char c : line.substr(0, kShown)) shown += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("noise");
+    if (!running.empty()) w.Key("test"), w.String(running);
+    w.Key("reason"), w.String(std::to_string(line.size()) + " bytes, '" + shown + (line.size() > kShown ? "...'" : "'"));
+    w.EndObject();
+    return std::string(json.text());
+}
+
 std::string records_digest(std::string_view bytes) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, static_cast<std::uint64_t>(XXH3_64bits(bytes.data(), bytes.size())));
@@ -218,6 +256,13 @@ void add_record(RunRecords& run, const RunRecord& r) {
         case RunRecord::Event::order:
         case RunRecord::Event::status:
             run.doubts.push_back({check_of(r.event), std::string(r.reason), static_cast<int>(run.sessions.size())});
+            break;
+        case RunRecord::Event::noise:
+            run.doubts.push_back({"channel",
+                                  (r.test.empty() ? std::string("between tests, ") : std::string(r.test) + " wrote, ") +
+                                      "on the run's record channel, a line that is not a record: " + std::string(r.reason) +
+                                      " (a test must not write to a descriptor it did not open)",
+                                  static_cast<int>(run.sessions.size())});
             break;
         case RunRecord::Event::interrupted:
             run.interrupted[std::string(r.test)] = r.reason;

@@ -19,6 +19,7 @@
 #include "runs/receipt.hpp"
 #include "runs/replay.hpp"
 #include "runs/rerun_planner.hpp"
+#include "runs/sandbox.hpp"
 #include "runs/order_run.hpp"
 #include "inputs/shards.hpp"
 #include "runs/shuffle.hpp"
@@ -161,7 +162,6 @@ int cmd_perturbed(Invocation& in) {
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     FixtureStore store(suite);  // not before: another shard's run leaves the fixture groups alone
     store.restore_if_pending();
-    fs::remove_all(suite.evidence_dir / evidence::kPerturbed);
     const auto perturbation = choose_perturbation(suite);
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
     plan.environment = perturbation.environment;
@@ -176,6 +176,7 @@ int cmd_perturbed(Invocation& in) {
 int cmd_release(Invocation& in) {
     const auto& suite = in.suite();
     const auto stopped = stop_fork_server(suite);
+    remove_suite_sandboxes(suite);  // the collection's, and what an interrupted invocation left
     std::cout << "evgate: " << suite.name << ": " << (stopped.empty() ? "no collected session was serving" : stopped) << '\n';
     return 0;
 }
