@@ -64,6 +64,7 @@ TEST_CASE("every pytest process gets HOME, TMPDIR and the XDG base directories i
 
 TEST_CASE("a suite that pins HOME keeps the XDG directories below its own HOME", "[pytest_command]") {
     TempDir t;
+    const Env sandboxes("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
     const Env config("XDG_CONFIG_HOME", std::string("/home/ana/.config"));
     const Env cache("XDG_CACHE_HOME", std::nullopt);
     const auto suite = suite_in(t.path, {"HOME=/srv/fixture-home", "XDG_DATA_HOME=/srv/data"});
@@ -80,6 +81,7 @@ TEST_CASE("a suite that pins HOME keeps the XDG directories below its own HOME",
 
 TEST_CASE("a PYTHONPATH in ENVIRONMENT is appended after the plugin's directory, never replacing it", "[pytest_command]") {
     TempDir t;
+    const Env sandboxes("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
     const Env inherited("PYTHONPATH", std::string("/from/ctest"));
     const auto suite = suite_in(t.path, {"PYTHONPATH=/corp/plugins:/corp/lib", "TZ=UTC"});
     const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "seed.1.log");

@@ -61,6 +61,7 @@ inline std::string collection_name(const std::string& purpose) { return purpose 
 inline constexpr char kGitScratch[] = "git.out";         // git's output while the receipt reads the git state
 inline constexpr char kFromPythonSuffix[] = ".python";   // <manifest>.python: the manifest as Python wrote it
 inline constexpr char kForkServer[] = "fork-server.json";  // the server the receipt's pytest forked, or why none
+inline constexpr char kForksDeclined[] = "forks.declined";  // why no run of the invocation forks any more (fork_session.hpp)
 
 // --- In fixtures/ (fixtures/fixture_store.hpp) ---------------------------------------------------
 namespace fixtures {

@@ -13,6 +13,7 @@
 #include "io/file_identity.hpp"
 #include "io/json_io.hpp"
 #include "runs/fork_session.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,6 +50,7 @@ rapidjson::Value isolation_record(const Isolation& isolation, rapidjson::Documen
         server.AddMember("start", rapidjson::Value(static_cast<std::uint64_t>(isolation.server->start)), alloc);
         record.AddMember("server", server, alloc);
         record.AddMember("socket", rapidjson::Value(isolation.socket.string(), alloc), alloc);
+        record.AddMember("collection_sandbox", rapidjson::Value(isolation.collection_sandbox, alloc), alloc);
     } else {
         record.AddMember("why", rapidjson::Value(isolation.why, alloc), alloc);
     }
@@ -92,6 +94,7 @@ Isolation receipt_isolation(const SuiteConfig& suite, const Receipt& receipt) {
     isolation.forks = true;
     isolation.server = ProcessIdentity{pid->GetInt(), start->GetUint64()};
     isolation.socket = optional_string(*record, "socket", source).value_or("");
+    isolation.collection_sandbox = optional_string(*record, "collection_sandbox", source).value_or("");
     return isolation;
 }
 
@@ -100,6 +103,7 @@ Isolation receipt_isolation(const SuiteConfig& suite, const Receipt& receipt) {
 ForkServerStart::ForkServerStart(const SuiteConfig& suite) : suite_(suite) {
     status_ = suite.evidence_dir / evidence::kForkServer;
     fs::remove(status_);
+    fs::remove(suite.evidence_dir / evidence::kForksDeclined);  // an earlier invocation's reason
     if (suite.isolation == "process") {
         isolation_.why = "ISOLATION process";
         return;
@@ -237,6 +241,7 @@ void ForkServerStart::bind(const std::string& receipt_id, std::size_t tests) {
     isolation_.forks = true;
     isolation_.why.clear();
     isolation_.server = identity;
+    isolation_.collection_sandbox = sandbox_fingerprint(collection_sandbox(suite_));
     isolation_.socket = socket_;  // bound: it ends when told, when its ctest is gone, or idle
 }
 

@@ -27,6 +27,7 @@ struct Isolation {
     std::optional<ProcessIdentity> server;
     std::filesystem::path socket;
     std::string hash_seed;  // PYTHONHASHSEED of the collection: every run of the receipt gets it
+    std::string collection_sandbox;  // sandbox_fingerprint() of the collection's sandbox once it ended
 };
 
 // The suite's socket: <state dir>/fork-<16 hex digits of SHA-256 of the evidence dir>.sock.

@@ -143,6 +143,7 @@ public:
           forks_(at_.suite, at_.receipt) {
         if (!at_.plan.environment.empty() || !at_.plan.cpus.empty())
             forks_.decline("its environment is not the collection's: a fresh interpreter");
+        if (at_.plan.fresh) forks_.decline("it confirms in a fresh process what forks showed");
     }
 
     RunSummary run() {
@@ -159,6 +160,7 @@ private:
     [[noreturn]] void stop(const ProcessResult& result);
     void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
     bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
+    void start_over();
     bool carry_on(const RunRecords& process, const ProcessResult& result);
     std::size_t mark_interrupted(const RunRecords& process, const ProcessResult& result);
     RunSummary finish();
@@ -175,6 +177,7 @@ private:
     RunRecords seen_;
     ProcessResult last_;
     bool scanning_ = false;  // leases by stat scan: the change notifications missed a change
+    std::vector<std::string> missed_first_;  // the groups they missed, the first time
     std::string lease_note_;
     std::size_t results_ = 0;
     ForkSession forks_;  // forks of the collected session, while its server serves this run
@@ -196,6 +199,10 @@ bool OrderRun::one_process() {
     verified_ns_ = wall_clock_ns();
     const auto put_back = at_.lease.restore();
     if (result.stopped != 0) stop(result);
+    if (forked_ && forks_.shared_the_collection_sandbox()) {  // what it showed was not a fresh pytest's
+        start_over();
+        return true;
+    }
     record_channel_trouble(channel, lines);
     const auto process = parse_run_records(lines, source_);
     if (order_again(put_back, process)) return true;
@@ -313,8 +320,10 @@ void OrderRun::record_channel_trouble(const RecordChannel& channel, const std::s
 
 // The restore checks what the records reported. Change notifications miss a write through a
 // memory mapping kept open: then the order runs again, from its start, with stat scans, which
-// see it in the test that made it (true: it starts again). What the scans do not see either was
-// changed after pytest's session ended.
+// see it in the test that made it (true: it starts again) — in a fresh process, since a mapping a
+// module made at import is the collection's in a fork, of a file the restore has replaced since.
+// What the scans do not see either was changed after pytest's session ended, or outside the
+// tests: the first sighting stands as an `outside` record either way.
 bool OrderRun::order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process) {
     const auto reported = reported_changes(process);
     if (!reported.empty()) at_.lease.touched();
@@ -323,17 +332,25 @@ bool OrderRun::order_again(const std::vector<FixtureChange>& put_back, const Run
     const bool notified = !process.sessions.empty() && process.sessions.front().lease == "inotify";
     if (notified && !scanning_) {
         scanning_ = true;
+        missed_first_ = missed;
         lease_note_ = "the change notifications missed a change to " + quoted(missed) + "; the order ran again with stat scans";
-        at_.records.clear();
-        seen_ = RunRecords{};
-        remaining_ = at_.plan.tests;
-        summary_ = RunSummary{};
-        results_ = 0;
+        forks_.decline("the change notifications missed a change: the order runs again with stat scans in a fresh process");
+        start_over();
         return true;
     }
     at_.records.append_record(outside_record("exit", missed));
     lease_note_ += (lease_note_.empty() ? "" : "; ") + quoted(missed) + " changed after pytest's session ended";
     return false;
+}
+
+// The order from its start, as if nothing had run: what ran is no evidence.
+void OrderRun::start_over() {
+    forks_.start_over();
+    at_.records.clear();
+    seen_ = RunRecords{};
+    remaining_ = at_.plan.tests;
+    summary_ = RunSummary{};
+    results_ = 0;
 }
 
 // After a process: whether the rest of the order gets a fresh one.
@@ -374,6 +391,15 @@ std::size_t OrderRun::mark_interrupted(const RunRecords& process, const ProcessR
 }
 
 RunSummary OrderRun::finish() {
+    // A change the notifications missed, which the stat-scan run did not see again: the first
+    // sighting stands (the write may have gone through a mapping only the first run had).
+    if (scanning_) {
+        const auto reported = reported_changes(seen_);
+        std::vector<std::string> unseen;
+        for (const auto& group : missed_first_)
+            if (!reported.count(group)) unseen.push_back(group);
+        if (!unseen.empty()) at_.records.append_record(outside_record("unseen", unseen));
+    }
     const auto& tests = at_.plan.tests;
     const std::set<std::string> interrupted(summary_.interrupted.begin(), summary_.interrupted.end());
     summary_.complete = summary_.harness_ok && std::all_of(tests.begin(), tests.end(), [&](const std::string& t) {

@@ -21,7 +21,7 @@ namespace {
 namespace key {  // the members a record may have, in record_fields() order
 enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
                      absent, collected, lease, exitstatus, complete, note, receipt, unblamed, leftover, phase, final,
-                     bytes, digest, finish, fixture, scope, location };
+                     bytes, digest, finish, fixture, scope, location, isolation };
 }
 
 FieldCapture record_fields() {
@@ -29,7 +29,7 @@ FieldCapture record_fields() {
                         "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
                         "collected", "lease",    "exitstatus", "complete", "note",     "receipt",
                         "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest",
-                        "finish",    "fixture",  "scope",    "location"};
+                        "finish",    "fixture",  "scope",    "location", "isolation"};
 }
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
@@ -106,6 +106,7 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.complete = f[key::complete].kind == JsonField::Kind::boolean && f[key::complete].boolean;
             r.note = optional_text(f[key::note], "note", where).value_or("");
             r.receipt = optional_text(f[key::receipt], "receipt", where).value_or("");
+            r.isolation = optional_text(f[key::isolation], "isolation", where).value_or("");
             break;
     }
     return r;
@@ -140,6 +141,9 @@ std::string when(const RunRecord& r) {
         return "at start-up or collection (a conftest, plugin or test module imported, a session-start or collection hook)";
     if (phase == "session end") return "at session end (a pytest_sessionfinish or pytest_unconfigure hook)";
     if (phase == "exit") return "after pytest's session ended (an atexit handler, or a thread or process still running)";
+    if (phase == "unseen")
+        return "by a write the change notifications missed and the run again with stat scans, in a fresh process, did not "
+               "make (through a memory mapping taken before the run, say): no test is named";
     return "in phase '" + std::string(phase) + "'";
 }
 
@@ -274,6 +278,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             run.finished = r.complete;
             run.finish_note = r.note;
             run.receipt = r.receipt;
+            run.isolation = r.isolation;
             break;
     }
 }

@@ -58,6 +58,7 @@ struct RunRecords {
     std::optional<bool> finished;                    // the harness's verdict on the run
     std::string finish_note;
     std::string receipt;  // the receipt the run was planned from
+    std::string isolation;  // how its processes started: "fork", "process", "fork, then process"
 };
 
 RunRecords read_run_records(const std::filesystem::path& file);
@@ -89,7 +90,7 @@ struct RunRecord {
     std::optional<int> finish;      // end: session.exitstatus after every pytest_sessionfinish hook
     std::optional<int> final;       // end: the same at the plugin's pytest_unconfigure (after the conftests')
     bool complete = false;          // finished
-    std::string_view note, receipt;
+    std::string_view note, receipt, isolation;  // finished
 };
 
 // Adds a record to what is known of its run (as read_run_records does for each).

@@ -1,10 +1,14 @@
 #include "runs/sandbox.hpp"
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <system_error>
 
+#include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "fixtures/shared_tree.hpp"
 #include "inputs/evidence_layout.hpp"
@@ -119,6 +123,35 @@ void remove_suite_sandboxes(const SuiteConfig& suite) noexcept {
         remove_tree(suite_sandboxes(suite));
     } catch (...) {
     }
+}
+
+fs::path collection_sandbox(const SuiteConfig& suite) {
+    return sandbox_of(suite, suite.evidence_dir / evidence::kLogs / evidence::log_name("receipt"));
+}
+
+std::string sandbox_fingerprint(const fs::path& sandbox) {
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    const auto add = [&](const fs::path& path) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) return;
+        const auto name = path.lexically_relative(sandbox).string();
+        const std::int64_t fields[] = {static_cast<std::int64_t>(st.st_mode), static_cast<std::int64_t>(st.st_size),
+                                       static_cast<std::int64_t>(st.st_mtim.tv_sec), static_cast<std::int64_t>(st.st_mtim.tv_nsec)};
+        XXH3_64bits_update(state, name.c_str(), name.size() + 1);
+        XXH3_64bits_update(state, fields, sizeof fields);
+    };
+    std::error_code ec;
+    for (const char* name : {evidence::kHome, evidence::kTmp}) {
+        add(sandbox / name);
+        for (auto it = fs::recursive_directory_iterator(sandbox / name, fs::directory_options::skip_permission_denied, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+            add(it->path());
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+    XXH3_freeState(state);
+    return hex;
 }
 
 SandboxEnvironment sandbox_environment(const SuiteConfig& suite, const fs::path& sandbox) {

@@ -40,6 +40,13 @@ void remove_sandbox(const SuiteConfig& suite, const std::filesystem::path& log) 
 // Removes every sandbox of the suite; never throws.
 void remove_suite_sandboxes(const SuiteConfig& suite) noexcept;
 
+// The sandbox of the receipt's collection, whose session serves the forks: a path a module took at
+// import (tempfile.gettempdir(), Path.home()) points into it in every fork.
+std::filesystem::path collection_sandbox(const SuiteConfig& suite);
+// What a sandbox holds, as a digest of every entry's path, kind, size and modification time (the
+// directories' own among them: a file made and removed again shows): equal digests, nothing written.
+std::string sandbox_fingerprint(const std::filesystem::path& sandbox);
+
 // What the sandbox of one pytest process does to its environment, for the sandbox directory
 // `sandbox` (sandbox_of): the variables it points into it ("NAME=path"), their names, the names
 // the suite pins itself with ENVIRONMENT, and the inherited user-directory variables it drops so

@@ -329,6 +329,8 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
         a.column = plan.column;
         a.outcome = outcome;
         a.beside = redone_.count(plan.id) != 0;
+        a.fresh = plan.fresh;
+        a.fork = !plan.fresh && runs_[r].records.isolation.rfind("fork", 0) == 0;
         if (c.extra) {
             const auto& extra = cells_[r].extras.at(*test);
             a.dirty = extra.dirty;

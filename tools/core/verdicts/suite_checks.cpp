@@ -460,4 +460,37 @@ std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<L
     return row;
 }
 
+std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<std::string> tests;
+    for (auto i = first; i < rows.size(); ++i)
+        if (rows[i].fork_sensitive) tests.push_back(rows[i].test);
+    if (tests.empty()) return std::nullopt;
+    auto row = warning_row(
+        "fork-sensitive",
+        std::to_string(tests.size()) + " test(s) failed in forks of the collected session where fresh processes of "
+            "the same order passed: " + list_some(tests, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") +
+            "; each reads state its module took at import (a time, a token, a cache, a path computed at import), which "
+            "ages with the session and is shared by its forks; their verdicts rest on the runs that were not forks. Take "
+            "such state when a test uses it (a fixture, a function), or set ISOLATION process");
+    row.tests = std::move(tests);
+    return row;
+}
+
+std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<LedgerRow> out;
+    for (auto i = first; i < rows.size(); ++i) {
+        const auto& test = rows[i];
+        if (test.unattributed.empty()) continue;
+        std::vector<std::string> quoted;
+        for (const auto& g : test.unattributed) quoted.push_back("'" + g + "'");
+        out.push_back(suite_row("unattributed:" + test.test, Verdict::polluter,
+                                list_some(quoted) + " changed while " + test.test + " ran (in " + list_some(test.unattributed_in, 3) +
+                                    "), and not when it ran alone in a fresh process: a process it did not start made the "
+                                    "change (one an earlier test left running, a detached daemon, a grandchild), without "
+                                    "declaring it; the writer is not named, and " + test.test + " is not blamed"));
+        out.back().dirty = test.unattributed;
+    }
+    return out;
+}
+
 }  // namespace evgate

@@ -32,5 +32,11 @@ std::vector<LedgerRow> runner_rows(const GateInput& input);
 // had and which of them skip for a reason that points at it; nullopt when none is. Under plain
 // pytest, with the user's HOME, such a test may run (and fail).
 std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<LedgerRow>& rows, std::size_t first);
+// fork-sensitive: every test among rows[first...] whose forks failed where fresh processes of the
+// same order passed (a WARN row: their verdicts rest on the processes); nullopt when none did.
+std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first);
+// unattributed:<test>: a group changed while the test ran that it does not change alone in a
+// fresh process (a process it did not start made the change): blocks, without blaming the test.
+std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std::size_t first);
 
 }  // namespace evgate

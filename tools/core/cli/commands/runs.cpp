@@ -10,6 +10,7 @@
 
 #include "inputs/evidence_layout.hpp"
 #include "runs/confirm_alone.hpp"
+#include "runs/confirm_fresh.hpp"
 #include "runs/culprits.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
@@ -277,7 +278,7 @@ bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.
 // A run of the alone pass: one test, first after the collection (cmd_alone).
 bool is_first(const RunPlan& plan) {
     return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos &&
-           plan.confirms.empty();
+           plan.confirms.empty() && !plan.fresh;
 }
 
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
@@ -299,6 +300,22 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
             status |= run_and_report(suite, receipt, store, plan);
         }
         runs = load_runs(suite, receipt.id);
+    }
+}
+
+// What forks showed that blocks is checked in fresh processes (runs/confirm_fresh.hpp): a round
+// of them, and another for what the first showed (a change a fresh process made is replayed
+// alone in turn), each confirmed alone where it went beside other runs.
+void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<LoadedRun> runs, int& status) {
+    constexpr int kRounds = 2;
+    for (int round = 0; round < kRounds; ++round) {
+        const auto plans = plan_fresh(runs, receipt, FreshLimits{});
+        if (plans.empty()) return;
+        std::cout << "evgate: " << suite.name << ": " << plans.size()
+                  << " fresh process(es) to confirm what forks showed: " << plans.front().id
+                  << (plans.size() > 1 ? " and " + std::to_string(plans.size() - 1) + " more" : "") << std::endl;
+        status |= run_all(suite, receipt, store, plans);
+        runs = confirm_alone(suite, receipt, store, true, load_runs(suite, receipt.id), status);
     }
 }
 
@@ -336,8 +353,9 @@ int cmd_rerun(Invocation& in) {
     std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
     // Without reruns the runs are as read above: read only once when nothing needs doing again.
-    confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
+    runs = confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
+    confirm_fresh(suite, receipt, store, std::move(runs), status);
     return status;
 }
 
