@@ -35,7 +35,7 @@ class Worker:
         self.collected = collected
         self.run = run
         self.log, channel = fds
-        self.channel = moved_up(channel)
+        self.channel = placed(channel, run["options"].get("evidence_gate_channel"))
         self.output_fds = output
 
     def begin(self, session):
@@ -43,9 +43,11 @@ class Worker:
         os.chdir(self.run["cwd"])
         self.environment()
         self.output()
-        sys.argv = [sys.argv[0], *self.run["args"]]
+        args = [f"--evidence-gate-channel={self.channel}" if a.startswith("--evidence-gate-channel=") else a
+                for a in self.run["args"]]
+        sys.argv = [sys.argv[0], *args]
         params = config.invocation_params
-        config.invocation_params = type(params)(args=self.run["args"], plugins=params.plugins, dir=params.dir)
+        config.invocation_params = type(params)(args=args, plugins=params.plugins, dir=params.dir)
         for dest, value in self.run["options"].items():
             setattr(config.option, dest, value)
         config.option.evidence_gate_channel = self.channel
@@ -115,14 +117,31 @@ class Worker:
         return config.stash[entry.RUN_KEY]
 
 
-def moved_up(fd):
-    """`fd` at CHANNEL_FLOOR or above (where the descriptor limit allows), close-on-exec."""
+def placed(fd, wanted):
+    """The record channel `fd` where the run's command line says it is (`wanted`, as evgate
+    numbers it for a process), when that is free and at CHANNEL_FLOOR or above; else at the
+    lowest free descriptor from CHANNEL_FLOOR up (the command line then names that one).
+    Close-on-exec either way."""
+    if isinstance(wanted, int) and wanted >= CHANNEL_FLOOR and wanted != fd and not is_open(wanted):
+        os.dup2(fd, wanted, inheritable=False)
+        os.close(fd)
+        return wanted
+    if fd >= CHANNEL_FLOOR:
+        return fd
     try:
         moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, CHANNEL_FLOOR)
     except OSError:
         return fd
     os.close(fd)
     return moved
+
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def is_startup_variable(name):
