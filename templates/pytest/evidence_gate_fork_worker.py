@@ -11,6 +11,8 @@ import shutil
 import sys
 import tempfile
 
+from evidence_gate_bytecode import verify_cached_bytecode
+
 # The environment as the interpreter started with it, before any conftest changed it: a run's
 # environment is applied as the difference from this. (Imported with the plugin, at start-up.)
 STARTUP_ENVIRON = dict(os.environ)
@@ -40,6 +42,9 @@ class Worker:
 
     def begin(self, session):
         config = self.config
+        # A fork imports a module a test imports first as a process would, from the cache another
+        # run may have left cut short.
+        verify_cached_bytecode()
         os.chdir(self.run["cwd"])
         self.environment()
         self.output()

@@ -23,8 +23,13 @@ no pytest start-up.
 
 import pytest
 
+from evidence_gate_bytecode import verify_cached_bytecode
 from evidence_gate_collect import CollectRecorder
 from evidence_gate_records import RunRecorder
+
+# Loaded with -p, before any conftest or test module is imported: cached bytecode a failed
+# process left cut short is gone before it is read (evidence_gate_bytecode).
+verify_cached_bytecode()
 
 # Fork mode (--evidence-gate-serve): its options, hook and plugin are in a module of their own.
 pytest_plugins = ("evidence_gate_fork",)

@@ -305,3 +305,46 @@ def test_a_line_on_the_record_channel_that_is_not_a_record_is_a_row_naming_the_t
         assert "debug text, not a record" in rows[0]["reason"]
         assert project.ledger().tests["tests/test_noise.py::test_after"]["verdict"] == "stable"
         assert "not valid JSON" not in (step_output(project.build, f"{SUITE}.seed.0") or "")
+
+
+# ============================================================== the build tree's bytecode cache
+
+
+def cut_short(cache):
+    """The .pyc files of this interpreter's below `cache` whose code does not load."""
+    import importlib.util
+    import marshal
+    bad = []
+    for path in cache.rglob(f"*.{sys.implementation.cache_tag}*.pyc"):
+        data = path.read_bytes()
+        try:
+            if data[:4] == importlib.util.MAGIC_NUMBER:
+                marshal.loads(data[16:])
+        except (EOFError, ValueError, TypeError):
+            bad.append(path)
+    return bad
+
+
+def test_bytecode_cut_short_by_one_invocation_never_poisons_the_next(project):
+    """One ctest under a file-size limit (ulimit -f) leaves .pyc files cut short in the build
+    tree's bytecode cache — pytest's own among them — and CPython reads them back without a check:
+    without one, every later run fails with 'EOFError: marshal data too short'. The next ctest
+    checks what was written to the cache since it last looked before pytest starts. (On the
+    build before: every step of the next ctest failed.)"""
+    project.write(f"{TESTS}/bulky.py", "TABLE = " + repr([f"row {i} " * 8 for i in range(3000)]) + "\n")
+    project.write(f"{TESTS}/test_bulky.py", """
+        import bulky
+
+        def test_table():
+            assert len(bulky.TABLE) == 3000
+    """)
+    project.write("conftest.py", "import sys, pathlib\nsys.path.insert(0, str(pathlib.Path(__file__).parent / 'tests'))\n")
+    project.suite(f"SEEDS 1 PERTURB OFF TESTS {TESTS}")
+    with project.checked():
+        project.configured()
+        project.ctest("-L", "evidence", wrapper=("bash", "-c", 'ulimit -f 64 && exec "$@"', "bash"))  # any step may fail
+        poisoned = cut_short(project.evidence_dir() / "pycache")
+        assert poisoned, "no bytecode was cut short: the scenario tests nothing"
+        result = project.evidence()
+        passed(project, result, "the ctest after one under a file-size limit")
+        assert not cut_short(project.evidence_dir() / "pycache")

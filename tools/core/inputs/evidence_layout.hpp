@@ -43,6 +43,7 @@ inline constexpr char kLogs[] = "logs";          // pytest's output: <run id>.lo
 inline constexpr char kHome[] = "home";          // HOME inside a process's sandbox
 inline constexpr char kTmp[] = "tmp";            // TMPDIR beside it
 inline constexpr char kPycache[] = "pycache";    // PYTHONPYCACHEPREFIX: bytecode, never beside the sources
+inline constexpr char kBytecodeStamp[] = ".evidence-gate-verified";  // in pycache/: when the plugin last checked it
 inline constexpr char kFixtures[] = "fixtures";  // the fixture store of this build tree (below)
 
 // --- In a runs folder (runs/, replay/, localise/): a run's files, named after its id -------------

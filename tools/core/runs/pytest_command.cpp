@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/bytecode_cache.hpp"
 #include "runs/sandbox.hpp"
 
 namespace evgate {
@@ -45,8 +46,9 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     // bytecode at all, every run would). PYTHONDONTWRITEBYTECODE is emptied for the same
     // reason; a suite that wants it sets it with ENVIRONMENT.
     const auto sandbox = sandbox_environment(suite, sandbox_of(suite, log));
+    const auto pycache = bytecode_cache(suite);
     std::vector<std::string> overrides = {"PYTHONPATH=" + python_path(suite), "PYTHONDONTWRITEBYTECODE=",
-                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / evidence::kPycache).string()};
+                                          "PYTHONPYCACHEPREFIX=" + pycache.string()};
     overrides.insert(overrides.end(), sandbox.set.begin(), sandbox.set.end());
     for (const auto& e : suite.environment)
         if (e.rfind("PYTHONPATH=", 0) != 0) overrides.push_back(e);  // PYTHONPATH: appended above

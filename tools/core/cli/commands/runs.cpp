@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
 #include "runs/culprits.hpp"
@@ -58,6 +59,7 @@ int cmd_fixtures(Invocation& in) {
 
 int cmd_manifest(Invocation& in) {
     const auto& suite = in.suite();
+    check_bytecode_cache(suite);
     write_env_manifest(suite, suite.manifest_file());
     std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
     return 0;
@@ -77,6 +79,7 @@ int cmd_receipt(Invocation& in) {
     FixtureStore store(suite);
     // Its pytest stays, collected, as the server of every run's fork (fork_server.hpp).
     ForkServerStart serving(suite);
+    check_bytecode_cache(suite);
     const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
         const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
         receipt = take_receipt(suite, &pristine, serving.hooks());

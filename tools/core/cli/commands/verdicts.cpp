@@ -12,6 +12,7 @@
 #include "runs/ctest_selection.hpp"
 #include "runs/receipt.hpp"
 #include "io/date.hpp"
+#include "runs/bytecode_cache.hpp"
 #include "runs/discover_cache.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
@@ -242,6 +243,7 @@ int cmd_discover(Invocation& in) {
     // The first pytest process of a ctest invocation: the tree is taken alone and snapshotted
     // before it collects, and what its imports changed is put back and blocks at the gate.
     Receipt collected;
+    check_bytecode_cache(suite);
     FixtureStore(suite).guard_collection("discovery", "collection at ctest start (discovery)",
                                          [&] { collected = collection_now(suite); });
     std::vector<std::string> ids;
