@@ -176,6 +176,41 @@ def test_a_unix_socket_below_tmpdir_fits_wherever_the_build_tree_is(tmp_path, bu
         assert not list(__import__("pathlib").Path(sandbox["dir"]).glob("*")), "every run's sandbox is removed"
 
 
+# ============================================================== runs beside each other
+
+
+def test_a_test_that_collides_with_its_own_copy_beside_it_is_not_flaky(project):
+    """A test binds a fixed port for a while, as a test of a server would: plain pytest, one
+    run at a time, always passes it; two seed runs side by side (ctest -j2) collide on the port.
+    Each run that failed beside another is done again alone and passes: a WARN `collides` row,
+    never a block. (On the build before: `flaky`.)"""
+    port = 20000 + int.from_bytes(str(project.root).encode()[-6:], "big") % 20000
+    project.write(f"{TESTS}/test_server.py", f"""
+        import socket
+        import time
+
+        def test_serves_on_its_port():
+            server = socket.socket()
+            server.bind(("127.0.0.1", {port}))
+            server.listen()
+            time.sleep(1.0)
+            server.close()
+
+        def test_other():
+            pass
+    """)
+    project.suite(f"SEEDS 5 PERTURB OFF ALONE OFF TESTS {TESTS}")
+    plain_pytest_passes(project)
+    with project.checked():
+        project.configured()
+        result = project.evidence()
+        passed(project, result, "a test that collides with a copy of itself beside it")
+        row = project.ledger().tests["tests/test_server.py::test_serves_on_its_port"]
+        assert "failed" in row["outcomes"].values(), f"no run collided: the scenario tests nothing\n{row}"
+        assert row.get("collides") is True and row["verdict"] == "stable", row
+        assert warning_row(project, "collides")["tests"] == ["tests/test_server.py::test_serves_on_its_port"]
+
+
 # ============================================================== leases across the fork
 
 

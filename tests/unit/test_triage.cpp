@@ -217,3 +217,25 @@ TEST_CASE("a change a test does not make alone in a fresh process is not blamed 
     // Not replayed alone yet: a polluter, as the runs show.
     CHECK(classify({attempts.begin(), attempts.begin() + 3}).verdict == Verdict::polluter);
 }
+
+TEST_CASE("a test that fails only beside other runs, and passes each time they are done again alone, collides", "[triage]") {
+    const auto beside = [](std::string run, std::string order, std::string outcome) {
+        auto a = attempt(std::move(run), std::move(order), std::move(outcome));
+        a.beside = true;
+        return a;
+    };
+    const std::vector<Attempt> once = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
+                                       seed(1, "passed")};
+    CHECK(classify(once).verdict == Verdict::flaky);  // once is chance as much as a collision
+    CHECK_FALSE(classify(once).collides);
+    const std::vector<Attempt> twice = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
+                                        beside("seed.2", "seed.2", "failed"), attempt("seed.2.apart", "seed.2", "passed"),
+                                        seed(1, "passed")};
+    const auto c = classify(twice);
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.collides);
+    CHECK_THAT(c.reason, Catch::Contains("collides with another copy of itself") && Catch::Contains("seed.2.apart"));
+    auto alone_too = twice;
+    alone_too.push_back(seed(3, "failed"));  // it fails with nothing beside it too
+    CHECK_FALSE(classify(alone_too).collides);
+}

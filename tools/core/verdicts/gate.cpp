@@ -42,6 +42,7 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
     auto about_tests = unattributed_rows(rows, first);
     if (auto sandbox = sandbox_row(input, rows, first)) about_tests.push_back(std::move(*sandbox));
     if (auto forks = fork_sensitive_row(rows, first)) about_tests.push_back(std::move(*forks));
+    if (auto beside = colliding_row(rows, first)) about_tests.push_back(std::move(*beside));
     rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(first), std::make_move_iterator(about_tests.begin()),
                 std::make_move_iterator(about_tests.end()));
     return rows;

@@ -493,4 +493,20 @@ std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std
     return out;
 }
 
+std::optional<LedgerRow> colliding_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<std::string> tests;
+    for (auto i = first; i < rows.size(); ++i)
+        if (rows[i].collides) tests.push_back(rows[i].test);
+    if (tests.empty()) return std::nullopt;
+    auto row = warning_row(
+        "collides",
+        std::to_string(tests.size()) + " test(s) failed only in runs that went beside other runs of the suite and passed "
+            "each time those were done again alone: " + list_some(tests, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") +
+            "; each collides with another copy of itself (a fixed port, a path outside the sandbox), which plain pytest, "
+            "one run at a time, never meets, but pytest-xdist or two CI jobs on one machine would; their verdicts rest on "
+            "the runs alone");
+    row.tests = std::move(tests);
+    return row;
+}
+
 }  // namespace evgate

@@ -35,6 +35,9 @@ std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<L
 // fork-sensitive: every test among rows[first...] whose forks failed where fresh processes of the
 // same order passed (a WARN row: their verdicts rest on the processes); nullopt when none did.
 std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first);
+// collides: every test among rows[first...] that failed only beside other runs and passed when
+// they were done again alone (a WARN row: their verdicts rest on the runs alone).
+std::optional<LedgerRow> colliding_row(const std::vector<LedgerRow>& rows, std::size_t first);
 // unattributed:<test>: a group changed while the test ran that it does not change alone in a
 // fresh process (a process it did not start made the change): blocks, without blaming the test.
 std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std::size_t first);

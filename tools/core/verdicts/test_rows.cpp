@@ -139,6 +139,7 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
     row.dirty = c.dirty;
     row.also = c.also;
     row.fork_sensitive = c.fork_sensitive;
+    row.collides = c.collides;
     row.unattributed = c.unattributed;
     row.unattributed_in = c.unattributed_in;
     row.outcomes = outcomes;

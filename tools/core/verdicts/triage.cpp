@@ -181,6 +181,36 @@ std::optional<std::pair<std::vector<Attempt>, std::string>> without_forks(const 
                          "the runs that were not forks"};
 }
 
+// The attempts of runs that were not beside others, and why, when every failure was seen beside
+// another run and the redos alone passed often enough; else nullopt.
+std::optional<std::pair<std::vector<Attempt>, std::string>> without_beside(const std::vector<Attempt>& attempts) {
+    constexpr std::string_view kApart = ".apart";
+    std::vector<std::string> failed_in, passed_apart;
+    std::size_t beside = 0;
+    for (const auto& a : attempts) {
+        if (!local_result(a)) continue;
+        const bool failed = outcome_class(a.outcome) == "fail";
+        if (a.beside) {
+            ++beside;
+            if (failed) failed_in.push_back(a.run);
+        } else if (failed) {
+            return std::nullopt;  // failed with nothing beside it too
+        } else if (a.run.size() > kApart.size() && a.run.compare(a.run.size() - kApart.size(), kApart.size(), kApart) == 0) {
+            passed_apart.push_back(a.run);
+        }
+    }
+    const auto needed = fresh_runs_needed(failed_in.size(), beside);
+    if (needed == 0 || needed > kMostFreshRuns || passed_apart.size() < needed) return std::nullopt;
+    std::vector<Attempt> kept;
+    for (const auto& a : attempts)
+        if (!a.beside) kept.push_back(a);
+    return std::pair{std::move(kept),
+                     "; it collides with another copy of itself: it failed only in runs that went beside other runs (" +
+                         some_of(failed_in) + ") and passed each time they were done again alone (" + some_of(passed_apart) +
+                         ") — a fixed port, or a path outside the sandbox, which plain pytest, one run at a time, never "
+                         "shares; the verdict rests on the runs alone"};
+}
+
 // Where the test ran alone in a fresh process and changed nothing there: what it changed in other
 // runs, taken off it (the groups and runs), with its attempts cleaned; else nullopt.
 struct Unattributed {
@@ -243,10 +273,16 @@ Classification classify(const std::vector<Attempt>& attempts) {
     const auto unattributed = not_its_changes(attempts);
     const auto& own = unattributed ? unattributed->attempts : attempts;
     const auto processes = without_forks(own);
-    auto result = by_precedence_of(processes ? processes->first : own);
+    const auto& unforked = processes ? processes->first : own;
+    const auto alone = without_beside(unforked);
+    auto result = by_precedence_of(alone ? alone->first : unforked);
     if (processes) {
         result.fork_sensitive = true;
         result.reason += processes->second;
+    }
+    if (alone) {
+        result.collides = true;
+        result.reason += alone->second;
     }
     if (unattributed) {
         result.unattributed = dirty_names({unattributed->groups.begin(), unattributed->groups.end()});

@@ -38,6 +38,10 @@ struct Classification {
     // Forks of the collected session showed failures that fresh processes of the same order did
     // not: the verdict rests on the attempts that were not forks.
     bool fork_sensitive = false;
+    // It failed only in runs that went beside other runs, and passed when they were done again
+    // alone, often enough to rule out chance: it collides with another copy of itself; the
+    // verdict rests on the runs alone.
+    bool collides = false;
     // Groups (and source-tree files) that changed while the test ran but not when it ran alone in
     // a fresh process: not its doing, and not blamed on it; the runs they changed in.
     std::vector<std::string> unattributed, unattributed_in;
@@ -46,6 +50,8 @@ struct Classification {
 // Of every attempt of one test, its verdict. Two kinds of attempt are weighed first:
 // - where forks failed and fresh processes of the same order (Attempt::fresh) passed often
 //   enough (fresh_runs_needed), and no other process failed, the forks are set aside;
+// - where it failed only in runs beside others and their redos alone (`.apart`) passed as often
+//   (fresh_runs_needed again), the runs beside are set aside;
 // - where the test changed a group in some run but not when replayed alone in a fresh process,
 //   the change is not its own (a process another test left running made it).
 Classification classify(const std::vector<Attempt>& attempts);
