@@ -35,25 +35,44 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
         run("seed.1", "seed.1", {"b", "t", "a"}, {{"a", "passed"}, {"t", "failed"}, {"b", "passed"}}),
         run("seed.1.rerun.1", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
     };
-    const auto plans = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{});
-    REQUIRE(plans.size() == 2);  // failed in both forks of seed.1: two fresh processes must agree
-    CHECK(plans[0].id == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
-    CHECK(plans[1].id == "seed.1.rerun.1.fresh.2");
-    CHECK(plans[0].fresh);
-    CHECK(plans[0].order == "seed.1");
-    CHECK(plans[0].tests == std::vector<std::string>{"b", "t"});
+    const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{});
+    REQUIRE(first.size() == 1);  // one first: if it fails, the forks are confirmed
+    CHECK(first[0].id == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
+    CHECK(first[0].fresh);
+    CHECK(first[0].order == "seed.1");
+    CHECK(first[0].tests == std::vector<std::string>{"b", "t"});
 
-    // Done: nothing more to plan.
-    auto more = runs;
-    for (const auto& plan : plans) {
-        LoadedRun done;
-        done.plan = plan;
-        done.records.results["b"].outcome = "passed";
-        done.records.results["t"].outcome = "passed";
-        done.records.isolation = "process";
-        more.push_back(done);
-    }
-    CHECK(plan_fresh(more, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
+    const auto done = [](const RunPlan& plan, const char* outcome) {
+        LoadedRun run;
+        run.plan = plan;
+        run.records.results["b"].outcome = "passed";
+        run.records.results["t"].outcome = outcome;
+        run.records.isolation = "process";
+        return run;
+    };
+    // It failed: confirmed, nothing more to plan.
+    auto failed = runs;
+    failed.push_back(done(first[0], "failed"));
+    CHECK(plan_fresh(failed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
+    // It passed: the second the forks' failure rate calls for (failed in both forks: two agree).
+    auto passed = runs;
+    passed.push_back(done(first[0], "passed"));
+    const auto second = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{});
+    REQUIRE(second.size() == 1);
+    CHECK(second[0].id == "seed.1.rerun.1.fresh.2");
+    passed.push_back(done(second[0], "passed"));
+    CHECK(plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
+}
+
+TEST_CASE("tests that forks failed in one order share one fresh replay of it", "[confirm_fresh]") {
+    const std::vector<LoadedRun> runs = {
+        run("seed.0", "seed.0", {"p", "u", "v"}, {{"p", "passed"}, {"u", "passed"}, {"v", "passed"}}),
+        run("seed.1", "seed.1", {"v", "u", "p"}, {{"p", "passed"}, {"u", "failed"}, {"v", "failed"}}),
+    };
+    const auto plans = plan_fresh(runs, receipt_of({"p", "u", "v"}), FreshLimits{});
+    REQUIRE(plans.size() == 1);
+    CHECK(plans[0].id == "seed.1.fresh.1");
+    CHECK(plans[0].tests == std::vector<std::string>{"v", "u"});  // through the later of the two
 }
 
 TEST_CASE("failures processes showed too, or no forks at all, need no fresh processes", "[confirm_fresh]") {

@@ -20,13 +20,16 @@ struct ForkFailures {
 
 bool blocks_on_outcomes(Verdict v) { return v == Verdict::flaky || v == Verdict::order_dependent || v == Verdict::failing; }
 
-// Where forks failed the test most often (the worst order), and how many more fresh passes of it
-// would set those failures aside; nullopt when fresh processes cannot or need not tell.
+// The orders whose forks failed the test, each with the cheapest fork run that failed it (fewest
+// tests) and how many more fresh passes of it would set those failures aside, worst order first
+// (where forks failed it most often); empty when fresh processes cannot or need not tell. Only one
+// more is asked for where none ran yet: a first fresh process that fails confirms the forks, and
+// the rest are planned once it passed.
 struct Need {
-    std::string source;  // the run to replay
+    std::string order, source;
     std::size_t more = 0;
 };
-std::optional<Need> fresh_need(const std::vector<Attempt>& attempts, const std::map<std::string, std::size_t>& sizes) {
+std::vector<Need> fresh_needs(const std::vector<Attempt>& attempts, const std::map<std::string, std::size_t>& sizes) {
     std::map<std::string, ForkFailures> by_order;
     for (const auto& a : attempts) {
         const auto cls = outcome_class(a.outcome);
@@ -41,19 +44,22 @@ std::optional<Need> fresh_need(const std::vector<Attempt>& attempts, const std::
             ++f.failed;
             if (f.failing_run.empty() || sizes.at(a.run) < sizes.at(f.failing_run)) f.failing_run = a.run;
         } else if (cls == "fail") {
-            return std::nullopt;  // a process failed it too: nothing for fresh processes to show
+            return {};  // a process failed it too: nothing for fresh processes to show
         }
     }
-    const ForkFailures* worst = nullptr;
+    std::vector<std::pair<double, Need>> needs;
     for (const auto& [order, f] : by_order) {
-        if (f.fresh_failed) return std::nullopt;  // a fresh process failed it: the failure is its own
+        if (f.fresh_failed) return {};  // a fresh process failed it: the failure is its own
         if (f.failed == 0) continue;
-        if (worst == nullptr || f.failed * worst->runs > worst->failed * f.runs) worst = &f;
+        const auto needed = fresh_runs_needed(f.failed, f.runs);
+        if (needed > kMostFreshRuns || f.fresh_passed >= needed) continue;
+        const auto more = f.fresh_passed == 0 ? std::size_t{1} : needed - f.fresh_passed;
+        needs.emplace_back(static_cast<double>(f.failed) / static_cast<double>(f.runs), Need{order, f.failing_run, more});
     }
-    if (worst == nullptr) return std::nullopt;
-    const auto needed = fresh_runs_needed(worst->failed, worst->runs);
-    if (needed > kMostFreshRuns || worst->fresh_passed >= needed) return std::nullopt;
-    return Need{worst->failing_run, needed - worst->fresh_passed};
+    std::stable_sort(needs.begin(), needs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<Need> out;
+    for (auto& [rate, need] : needs) out.push_back(std::move(need));
+    return out;
 }
 
 bool has_fresh_alone(const std::vector<Attempt>& attempts) {
@@ -96,6 +102,7 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
         std::size_t through = 0, more = 0;
     };
     std::map<std::string, Replay> replays;
+    std::map<std::string, std::string> chosen_for_order;  // order -> the run its replays take
     std::vector<std::pair<std::size_t, std::string>> alone;  // (place in the collection, test)
     for (std::size_t n = 0; n < receipt.tests.size(); ++n) {
         const auto& test = receipt.tests[n].id;
@@ -104,14 +111,29 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
         const auto c = classify(attempts);
         if (!c.dirty.empty() && !has_fresh_alone(attempts) && alone.size() < limits.polluters) alone.emplace_back(n + 1, test);
         if (!blocks_on_outcomes(c.verdict)) continue;
-        const auto need = fresh_need(attempts, sizes);
-        if (!need) continue;
-        const auto& tests = by_id.at(need->source)->plan.tests;
-        const auto at = static_cast<std::size_t>(std::find(tests.begin(), tests.end(), test) - tests.begin());
-        if (at == tests.size() || (replays.size() >= limits.orders && !replays.count(need->source))) continue;
-        auto& replay = replays[need->source];
+        const auto needs = fresh_needs(attempts, sizes);
+        if (needs.empty()) continue;
+        // A run another test's replay takes already, where it holds this test too: one fresh
+        // process confirms both. Else the worst order's.
+        const auto place = [&](const std::string& source) {
+            const auto& tests = by_id.at(source)->plan.tests;
+            return static_cast<std::size_t>(std::find(tests.begin(), tests.end(), test) - tests.begin());
+        };
+        const Need* chosen = &needs.front();
+        std::string source = chosen->source;
+        for (const auto& need : needs) {
+            const auto taken = chosen_for_order.find(need.order);
+            if (taken == chosen_for_order.end() || place(taken->second) == by_id.at(taken->second)->plan.tests.size()) continue;
+            chosen = &need;
+            source = taken->second;
+            break;
+        }
+        const auto at = place(source);
+        if (replays.size() >= limits.orders && !replays.count(source)) continue;
+        chosen_for_order.emplace(chosen->order, source);
+        auto& replay = replays[source];
         replay.through = std::max(replay.through, at + 1);
-        replay.more = std::max(replay.more, need->more);
+        replay.more = std::max(replay.more, chosen->more);
     }
     const auto done = done_so_far(runs);
     std::vector<RunPlan> plans;

@@ -306,11 +306,12 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
     }
 }
 
-// What forks showed that blocks is checked in fresh processes (runs/confirm_fresh.hpp): a round
-// of them, and another for what the first showed (a change a fresh process made is replayed
-// alone in turn), each confirmed alone where it went beside other runs.
+// What forks showed that blocks is checked in fresh processes (runs/confirm_fresh.hpp): a first
+// round of one per order (a failure there confirms the forks), then the rest where it passed,
+// then what those showed (a change a fresh process made is replayed alone in turn); each round
+// confirmed alone where it went beside other runs.
 void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<LoadedRun> runs, int& status) {
-    constexpr int kRounds = 2;
+    constexpr int kRounds = 3;
     for (int round = 0; round < kRounds; ++round) {
         const auto plans = plan_fresh(runs, receipt, FreshLimits{});
         if (plans.empty()) return;
