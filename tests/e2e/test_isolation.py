@@ -36,7 +36,7 @@ def rows(binary):
     for suite_file in sorted((binary / "evidence").glob("*/ledger.jsonl")):
         ledger = Ledger(binary, suite_file.parent.name)
         for row in ledger.rows:
-            if row["test"].endswith(".apart"):  # the suite row of a redo alone: only where runs overlapped
+            if row["test"].endswith(".apart") or ".fresh." in row["test"]:  # the suite row of a redo or a fresh run
                 continue
             kept = {key: row.get(key) for key in ("verdict", "gate", "outcomes", "partner", "partner_role")}
             # A run done again alone exists only where runs happened to overlap (-j2); a fresh
