@@ -460,20 +460,30 @@ std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<L
     return row;
 }
 
-std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+namespace {
+
+// A WARN row naming every test among rows[first...] that `marked` marks (all of them in its
+// `tests`): "<n> test(s) <what>: <tests>; <why>". nullopt when none is marked.
+std::optional<LedgerRow> marked_tests_row(const std::vector<LedgerRow>& rows, std::size_t first, bool LedgerRow::*marked,
+                                          std::string check, const std::string& what, const std::string& why) {
     std::vector<std::string> tests;
     for (auto i = first; i < rows.size(); ++i)
-        if (rows[i].fork_sensitive) tests.push_back(rows[i].test);
+        if (rows[i].*marked) tests.push_back(rows[i].test);
     if (tests.empty()) return std::nullopt;
-    auto row = warning_row(
-        "fork-sensitive",
-        std::to_string(tests.size()) + " test(s) failed in forks of the collected session where fresh processes of "
-            "the same order passed: " + list_some(tests, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") +
-            "; each reads state its module took at import (a time, a token, a cache, a path computed at import), which "
-            "ages with the session and is shared by its forks; their verdicts rest on the runs that were not forks. Take "
-            "such state when a test uses it (a fixture, a function), or set ISOLATION process");
+    auto row = warning_row(std::move(check), std::to_string(tests.size()) + " test(s) " + what + ": " + list_some(tests, 10) +
+                                                 (tests.size() > 10 ? " (all of them in 'tests')" : "") + "; " + why);
     row.tests = std::move(tests);
     return row;
+}
+
+}  // namespace
+
+std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+    return marked_tests_row(rows, first, &LedgerRow::fork_sensitive, "fork-sensitive",
+                            "failed in forks of the collected session where fresh processes of the same order passed",
+                            "each reads state its module took at import (a time, a token, a cache, a path computed at import), "
+                            "which ages with the session and is shared by its forks; their verdicts rest on the runs that "
+                            "were not forks. Take such state when a test uses it (a fixture, a function), or set ISOLATION process");
 }
 
 std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std::size_t first) {
@@ -494,19 +504,12 @@ std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std
 }
 
 std::optional<LedgerRow> colliding_row(const std::vector<LedgerRow>& rows, std::size_t first) {
-    std::vector<std::string> tests;
-    for (auto i = first; i < rows.size(); ++i)
-        if (rows[i].collides) tests.push_back(rows[i].test);
-    if (tests.empty()) return std::nullopt;
-    auto row = warning_row(
-        "collides",
-        std::to_string(tests.size()) + " test(s) failed only in runs that went beside other runs of the suite and passed "
-            "each time those were done again alone: " + list_some(tests, 10) + (tests.size() > 10 ? " (all of them in 'tests')" : "") +
-            "; each collides with another copy of itself (a fixed port, a path outside the sandbox), which plain pytest, "
-            "one run at a time, never meets, but pytest-xdist or two CI jobs on one machine would; their verdicts rest on "
-            "the runs alone");
-    row.tests = std::move(tests);
-    return row;
+    return marked_tests_row(rows, first, &LedgerRow::collides, "collides",
+                            "failed only in runs that went beside other runs of the suite and passed each time those were "
+                            "done again alone",
+                            "each collides with another copy of itself (a fixed port, a path outside the sandbox), which plain "
+                            "pytest, one run at a time, never meets, but pytest-xdist or two CI jobs on one machine would; "
+                            "their verdicts rest on the runs alone");
 }
 
 }  // namespace evgate
