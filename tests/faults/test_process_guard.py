@@ -429,8 +429,9 @@ def leftovers(project):
 
 
 STOPS = {
-    # Ctrl-C: the terminal sends SIGINT to ctest's whole foreground process group; ctest waits
-    # for its children, so the tree must be whole as soon as ctest has exited.
+    # Ctrl-C: the terminal sends SIGINT to ctest's whole foreground process group; ctest exits at
+    # once without waiting (tests/e2e/test_interrupt.py), but evgate's restore of a test that
+    # ends on SIGTERM is done within the second below.
     "ctrl-c": (lambda p: os.killpg(p.pid, signal.SIGINT), 0.0),
     # A CI cancel: SIGTERM to the group; ctest exits at once, evgate restores promptly after.
     "sigterm-to-the-group": (lambda p: os.killpg(p.pid, signal.SIGTERM), 10.0),

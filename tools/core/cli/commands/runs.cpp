@@ -65,9 +65,10 @@ int cmd_receipt(Invocation& in) {
     const auto& suite = in.suite();
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
-    // Nor its ledger and reports: when a step of this invocation is killed before the ledger
-    // step, an earlier verdict must not be left to be read as this one's.
-    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit})
+    // Nor its ledger, reports and per-test verdicts: when a step of this invocation is killed
+    // (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
+    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit,
+                              evidence::kVerdictStore})
         fs::remove(suite.evidence_dir / stale);
     // The collection is a pytest process like any run: the tree is snapshotted before it, and
     // what its imports changed is put back and blocks (never taken for pristine).
