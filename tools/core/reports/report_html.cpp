@@ -226,7 +226,8 @@ void html_receipt(std::string& out, const Receipt& receipt) {
     fact_list(out, "conftest files", receipt.conftests);
     fact(out, "tests collected", collected_text(receipt));
     fact_list(out, "collection errors", receipt.errors);
-    fact_list(out, "stray config files", receipt.stray_configs);
+    fact_list(out, "stray config files (could re-root the collection)", receipt.stray_configs);
+    fact_list(out, "stray config files ignored (no collected test below them)", receipt.stray_configs_ignored);
     fact(out, "pytest exit status", std::to_string(receipt.exitstatus));
     fact(out, "receipt id", receipt.id);
     out += "</tbody></table></section>";

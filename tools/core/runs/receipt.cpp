@@ -42,6 +42,8 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     if (const auto* status = member(doc, "exitstatus"); status && status->IsInt()) receipt.exitstatus = status->GetInt();
     receipt.expected_configfile = optional_string(doc, "expected_configfile", source);
     receipt.stray_configs = string_array(doc, "stray_configs", source);
+    receipt.stray_configs_ignored = string_array(doc, "stray_configs_ignored", source);
+    receipt.stray_configs_in_submodules = string_array(doc, "stray_configs_in_submodules", source);
     receipt.thinning = string_array(doc, "thinning", source);
     receipt.hollow = string_array(doc, "hollow", source);
     if (const auto* git = member(doc, "git"); git && git->IsObject()) {
@@ -138,6 +140,25 @@ rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::A
     return sandbox;
 }
 
+// Config files below ROOT that would re-root pytest started in their directory: those at or
+// above a collected test's file could re-root this suite's collection; the others are listed
+// apart, to be said once (pytest_config.hpp).
+void add_stray_configs(rapidjson::Document& doc, const fs::path& root) {
+    auto& alloc = doc.GetAllocator();
+    std::vector<std::string> files;
+    const auto file_of = [](const std::string& nodeid) { return nodeid.substr(0, nodeid.find("::")); };
+    if (const auto* tests = member(doc, "tests"); tests && tests->IsArray())
+        for (const auto& t : tests->GetArray())
+            if (const auto* id = member(t, "id"); id && id->IsString()) files.push_back(file_of(id->GetString()));
+    if (const auto* errors = member(doc, "errors"); errors && errors->IsArray())
+        for (const auto& e : errors->GetArray())
+            if (const auto* id = member(e, "nodeid"); id && id->IsString()) files.push_back(file_of(id->GetString()));
+    const auto strays = sort_stray_configs(root, stray_configs(root), files);
+    doc.AddMember("stray_configs", string_list(strays.rerooting, alloc), alloc);
+    doc.AddMember("stray_configs_ignored", string_list(strays.ignored, alloc), alloc);
+    doc.AddMember("stray_configs_in_submodules", string_list(strays.in_submodules, alloc), alloc);
+}
+
 // What pytest cannot tell about itself: who took the receipt, where, at which commit, and
 // which config files lie around that could have re-rooted it. Returns the top of the git work
 // tree ROOT is in ("" outside git).
@@ -152,7 +173,7 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
     const auto expected = expected_config(suite.root);
     doc.AddMember("expected_configfile", expected ? rapidjson::Value(expected->string(), alloc) : rapidjson::Value(), alloc);
-    doc.AddMember("stray_configs", string_list(stray_configs(suite.root), alloc), alloc);
+    add_stray_configs(doc, suite.root);
     add_options(doc, suite);
     rapidjson::Value git(rapidjson::kNullType);
     std::string top;

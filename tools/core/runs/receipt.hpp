@@ -47,7 +47,9 @@ struct Receipt {
     std::vector<std::string> errors;  // collection errors, "nodeid: message"
     int exitstatus = 0;
     std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
-    std::vector<std::string> stray_configs;          // below ROOT, relative to it
+    std::vector<std::string> stray_configs;          // below ROOT, relative to it, that could re-root the collection
+    std::vector<std::string> stray_configs_ignored;  // the other stray config files below ROOT (pytest_config.hpp)
+    std::vector<std::string> stray_configs_in_submodules;  // of those, the ones in git submodules
     std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
     std::vector<std::string> hollow;                 // options under which pytest never calls the tests
     std::vector<LostTest> deselected;                // collected, then deselected or removed by a hook

@@ -122,7 +122,18 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     const auto& receipt = input.receipt;
     for (const auto& stray : receipt.stray_configs) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
-        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
+        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest started in its directory, "
+                                                          "or on a test of this suite below it"));
+    }
+    // Said once: a vendored tree's or a submodule's config concerns another suite.
+    if (const auto& ignored = receipt.stray_configs_ignored; !ignored.empty()) {
+        const auto in_submodules = receipt.stray_configs_in_submodules.size();
+        rows.push_back(suite_row(
+            "stray-configs-ignored", Verdict::stable,
+            std::to_string(ignored.size()) + (ignored.size() == 1 ? " config file" : " config files") +
+                " below ROOT could not re-root this suite's collection (no collected test lies below its directory" +
+                (in_submodules ? "; " + std::to_string(in_submodules) + " in git submodules" : std::string()) +
+                "), so none warns: " + list_some(ignored, 5)));
     }
     if (auto thinning = thinning_reason(receipt, rooted_as_meant(input)); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // A run under these calls no test, yet pytest reports setup and teardown as passed.

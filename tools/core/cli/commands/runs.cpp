@@ -87,6 +87,9 @@ int cmd_receipt(Invocation& in) {
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
     for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    if (!receipt.stray_configs_ignored.empty())
+        std::cout << "  " << receipt.stray_configs_ignored.size()
+                  << " other config file(s) below ROOT, where no collected test lies: ignored\n";
     const auto& isolation = serving.isolation();
     if (isolation.forks)
         std::cout << "evgate: " << suite.name << ": the collected session serves every run as a fork (pid " << isolation.server->pid << ")\n";
