@@ -55,6 +55,12 @@ class Ledger:
         return f"{self.path}:\n{self.text}"
 
 
+def repeated_orders(binary, suite):
+    """{run id: earlier seed run} of the runs the receipt found would repeat an order (not run)."""
+    receipt = json.loads((Path(binary) / "evidence" / suite / "receipt.json").read_text())
+    return receipt["orders"]["repeats"]
+
+
 def expect_verdicts(ledger, expected):
     """The per-test rows are exactly `expected` ({id: (verdict, gate)})."""
     actual = ledger.verdicts()

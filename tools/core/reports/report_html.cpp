@@ -20,12 +20,12 @@ void tile(std::string& out, const std::string& count, std::string_view label, st
     out += "</div>";
 }
 
-void html_header(std::string& out, const ReportInput& input, std::size_t runs) {
+void html_header(std::string& out, const ReportInput& input) {
     const auto& s = *input.summary;
     out += "<header><h1>Evidence Gate: ";
     escape_html(out, input.suite);
     out.append("<span class=\"status ").append(s.decision()).append("\">").append(s.decision()).append("</span></h1>");
-    html_element(out, "p", summary_line(s, runs), "lede");
+    html_element(out, "p", summary_line(s), "lede");
     out += "<nav><a href=\"#summary\">Summary</a><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a>"
            "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
            "</header>";
@@ -49,14 +49,14 @@ void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const Ga
     out += "</tbody></table></details>";
 }
 
-void html_summary(std::string& out, const ReportInput& input, std::size_t runs) {
+void html_summary(std::string& out, const ReportInput& input) {
     const auto& s = *input.summary;
     out += "<section id=summary><h2>Summary</h2><div class=tiles>";
     tile(out, std::to_string(s.blocked), "tests block", s.blocked ? "gb" : "");
     tile(out, std::to_string(s.deferred), "tests defer", s.deferred ? "gd" : "");
     tile(out, std::to_string(s.passed()), "tests pass");
     tile(out, std::to_string(s.suite_blocks), "suite checks block", s.suite_blocks ? "gb" : "");
-    tile(out, std::to_string(runs), "runs");
+    tile(out, std::to_string(s.runs), s.runs == 1 ? "run" : "runs");
     out += "</div><div class=tiles>";
     for (const auto& [verdict, count] : s.verdict_counts()) tile(out, std::to_string(count), to_string(verdict));
     out += "</div>";
@@ -252,8 +252,8 @@ std::string report_html(const ReportInput& input) {
     std::string out;
     out.reserve(256 + input.rows->size() * (columns.size() + 160));
     html_head(out, input);
-    html_header(out, input, columns.size());
-    html_summary(out, input, columns.size());
+    html_header(out, input);
+    html_summary(out, input);
     rows_section(out, "blocking", "Blocking", rows_with(*input.summary, Gate::block), false, input.extras);
     rows_section(out, "deferred", "Deferred", rows_with(*input.summary, Gate::defer), true, input.extras);
     if (input.extras != nullptr) out += input.extras->html;

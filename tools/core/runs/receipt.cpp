@@ -64,6 +64,17 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
             receipt.deselected.push_back({string_member(t, "id", source), optional_string(t, "by", source).value_or("")});
     }
     receipt.pytest_plugins = string_array(doc, "pytest_plugins_env", source);
+    if (const auto* orders = member(doc, "orders"); orders && orders->IsObject()) {
+        const auto count = [&](const char* key) {
+            const auto* n = member(*orders, key);
+            return n != nullptr && n->IsUint64() ? static_cast<std::size_t>(n->GetUint64()) : std::size_t{0};
+        };
+        receipt.orders.seeds = count("seeds");
+        receipt.orders.distinct = count("distinct");
+        if (const auto* repeats = member(*orders, "repeats"); repeats && repeats->IsObject())
+            for (const auto& r : repeats->GetObject())
+                if (r.value.IsString()) receipt.orders.repeats.emplace(r.name.GetString(), r.value.GetString());
+    }
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
@@ -159,6 +170,28 @@ void add_stray_configs(rapidjson::Document& doc, const fs::path& root) {
     doc.AddMember("stray_configs_in_submodules", string_list(strays.in_submodules, alloc), alloc);
 }
 
+// Which seed runs would repeat an order an earlier one runs (distinct_orders.hpp), from the
+// collection just taken.
+void add_orders(rapidjson::Document& doc, const SuiteConfig& suite) {
+    auto& alloc = doc.GetAllocator();
+    std::vector<CollectedTest> collected;
+    if (const auto* tests = member(doc, "tests"); tests && tests->IsArray()) {
+        for (const auto& t : tests->GetArray()) {
+            const auto* id = member(t, "id");
+            const auto* serial = member(t, "serial");
+            if (id && id->IsString()) collected.push_back({id->GetString(), serial && serial->IsBool() && serial->GetBool()});
+        }
+    }
+    const auto orders = distinct_orders(collected, suite.seeds, suite.orders);
+    rapidjson::Value record(rapidjson::kObjectType), repeats(rapidjson::kObjectType);
+    for (const auto& [run, earlier] : orders.repeats)
+        repeats.AddMember(rapidjson::Value(run, alloc), rapidjson::Value(earlier, alloc), alloc);
+    record.AddMember("seeds", rapidjson::Value(static_cast<uint64_t>(orders.seeds)), alloc);
+    record.AddMember("distinct", rapidjson::Value(static_cast<uint64_t>(orders.distinct)), alloc);
+    record.AddMember("repeats", repeats, alloc);
+    doc.AddMember("orders", record, alloc);
+}
+
 // What pytest cannot tell about itself: who took the receipt, where, at which commit, and
 // which config files lie around that could have re-rooted it. Returns the top of the git work
 // tree ROOT is in ("" outside git).
@@ -187,6 +220,7 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     }
     doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
     doc.AddMember("sandbox", sandbox_record(suite, alloc), alloc);
+    add_orders(doc, suite);
     if (const char* shard = std::getenv("EVIDENCE_GATE_SHARD"); shard && *shard)
         doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
     const auto* tests = member(doc, "tests");

@@ -13,6 +13,7 @@
 
 #include "fixtures/lease_file.hpp"
 #include "io/process.hpp"
+#include "runs/distinct_orders.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
 
@@ -61,6 +62,7 @@ struct Receipt {
     std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
+    DistinctOrders orders;                           // which seed runs (and alone runs) would repeat an earlier order
     std::string shard;                               // "k/n" for a shard's receipt, else ""
     std::string suite;
 

@@ -98,7 +98,7 @@ int cmd_receipt(Invocation& in) {
     const auto problems = receipt_problems(suite, receipt);
     if (problems.empty()) return 0;
     // No run can be trusted: the ledger says why now, since the gate will not run.
-    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)));
     std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
     for (const auto& p : problems) std::cerr << "  " << p << '\n';
     std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
@@ -142,6 +142,15 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
     return 1;
 }
 
+// A run whose order an earlier seed runs already (distinct_orders.hpp): said, and not run again.
+bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    const auto repeat = receipt.orders.repeats.find(run_id);
+    if (repeat == receipt.orders.repeats.end()) return false;
+    std::cout << "evgate: " << suite.name << ": " << run_id << " would run the order " << repeat->second << " runs ("
+              << receipt.tests.size() << (receipt.tests.size() == 1 ? " test" : " tests") << " collected): not run again\n";
+    return true;
+}
+
 int cmd_run(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
@@ -150,6 +159,7 @@ int cmd_run(Invocation& in) {
     plan.seed = in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
+    if (repeats_an_order(suite, receipt, plan.id)) return 77;
     plan.access = store.access_for(receipt);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
@@ -372,6 +382,7 @@ int cmd_alone(Invocation& in) {
         plan.id = "first." + std::to_string(n);
         plan.order = "alone";
         plan.tests = {collected[n - 1].id};
+        if (repeats_an_order(suite, receipt, plan.id)) continue;
         if (merging) {  // a merge job takes each from the shard that ran it
             imported += import_run(suite, receipt, plan.id);
             continue;
@@ -379,6 +390,7 @@ int cmd_alone(Invocation& in) {
         if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
         plans.push_back(std::move(plan));
     }
+    if (collected.size() == 1 && receipt.orders.repeats.count("first.1")) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;
