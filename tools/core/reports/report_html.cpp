@@ -228,6 +228,12 @@ void html_receipt(std::string& out, const Receipt& receipt) {
     fact_list(out, "collection errors", receipt.errors);
     fact_list(out, "stray config files (could re-root the collection)", receipt.stray_configs);
     fact_list(out, "stray config files ignored (no collected test below them)", receipt.stray_configs_ignored);
+    std::vector<std::string> built;
+    for (const auto& file : receipt.built)
+        built.push_back(file.path + (file.target.empty() ? "" : " (" + file.target + ")") + ", " + std::to_string(file.size) +
+                        " bytes, " + file.digest);
+    fact_list(out, "built files under test", built);
+    fact(out, "sources digest", receipt.sources_digest);
     fact(out, "pytest exit status", std::to_string(receipt.exitstatus));
     fact(out, "receipt id", receipt.id);
     out += "</tbody></table></section>";

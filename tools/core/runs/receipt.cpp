@@ -55,6 +55,14 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.sources_digest = optional_string(*sources, "digest", source).value_or("");
         receipt.sources_outside = paths_member(*sources, "outside");
     }
+    if (const auto* built = member(doc, "built"); built && built->IsArray()) {
+        for (const auto& b : built->GetArray()) {
+            const auto* size = member(b, "size");
+            receipt.built.push_back({optional_string(b, "path", source).value_or(""), optional_string(b, "target", source).value_or(""),
+                                     size && size->IsUint64() ? size->GetUint64() : 0,
+                                     optional_string(b, "digest", source).value_or("")});
+        }
+    }
     if (const auto* sandbox = member(doc, "sandbox"); sandbox && sandbox->IsObject()) {
         receipt.sandbox_dir = optional_string(*sandbox, "dir", source).value_or("");
         receipt.sandboxed = string_array(*sandbox, "fresh", source);
@@ -236,7 +244,9 @@ void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::
     SourceRoots roots{suite.root, top, handed_evidence()};
     roots.left_out.push_back(suite.evidence_dir);
     roots.left_out.push_back(suite.plugin_dir);
-    const auto sources = list_sources(roots, pristine, paths_member(doc, "imported"));
+    std::vector<DependsFile> depends;
+    for (const auto& d : suite.depends) depends.push_back({d.target, d.file});
+    const auto sources = list_sources(roots, pristine, paths_member(doc, "imported"), depends);
     write_file_atomic(suite.evidence_dir / evidence::kSources, sources_json(sources));
     rapidjson::Value record(rapidjson::kObjectType);
     record.AddMember("digest", rapidjson::Value(sources.digest, alloc), alloc);
@@ -244,6 +254,16 @@ void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::
     record.AddMember("outside", string_list(sources.outside, alloc), alloc);
     record.AddMember("listing", rapidjson::Value(evidence::kSources, alloc), alloc);
     doc.AddMember("sources", record, alloc);
+    rapidjson::Value built(rapidjson::kArrayType);  // the binaries under test, each in the listing too
+    for (const auto& file : sources.built) {
+        rapidjson::Value entry(rapidjson::kObjectType);
+        entry.AddMember("path", rapidjson::Value(file.path, alloc), alloc);
+        if (!file.target.empty()) entry.AddMember("target", rapidjson::Value(file.target, alloc), alloc);
+        entry.AddMember("size", rapidjson::Value(static_cast<uint64_t>(file.size)), alloc);
+        entry.AddMember("digest", rapidjson::Value(file.digest, alloc), alloc);
+        built.PushBack(entry, alloc);
+    }
+    doc.AddMember("built", built, alloc);
 }
 
 }  // namespace

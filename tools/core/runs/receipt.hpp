@@ -14,6 +14,7 @@
 #include "fixtures/lease_file.hpp"
 #include "io/process.hpp"
 #include "runs/distinct_orders.hpp"
+#include "runs/receipt_sources.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
 
@@ -60,6 +61,7 @@ struct Receipt {
     std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
     std::string sources_digest;                      // of every source file (receipt_sources.hpp); "" when not taken
     std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
+    std::vector<BuiltFile> built;                    // the binaries under test: DEPENDS files, modules imported from a build tree
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
     DistinctOrders orders;                           // which seed runs (and alone runs) would repeat an earlier order

@@ -86,6 +86,9 @@ int cmd_receipt(Invocation& in) {
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& file : receipt.built)
+        std::cout << "  built file under test: " << file.path << (file.target.empty() ? "" : " (" + file.target + ")") << ", "
+                  << file.size << " bytes, " << file.digest << '\n';
     for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
     if (!receipt.stray_configs_ignored.empty())
         std::cout << "  " << receipt.stray_configs_ignored.size()
