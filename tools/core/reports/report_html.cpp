@@ -1,5 +1,5 @@
-// report.html: the page around the heat map (report_heat_map.cpp): the summary, the rows that
-// block or defer, manifest drift, the receipt.
+// report.html: the page around the heat map (report_heat_map.cpp): the rows that block or defer
+// first, then the summary and the suite checks, manifest drift, the receipt.
 #include <algorithm>
 
 #include <gsl/gsl>
@@ -8,6 +8,7 @@
 #include "reports/markup.hpp"
 #include "reports/report_extras.hpp"
 #include "reports/report_parts.hpp"
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 namespace {
@@ -26,27 +27,42 @@ void html_header(std::string& out, const ReportInput& input) {
     escape_html(out, input.suite);
     out.append("<span class=\"status ").append(s.decision()).append("\">").append(s.decision()).append("</span></h1>");
     html_element(out, "p", summary_line(s), "lede");
-    out += "<nav><a href=\"#summary\">Summary</a><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a>"
+    out += "<nav><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a><a href=\"#summary\">Summary</a>"
            "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
            "</header>";
 }
 
-void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const GateSummary& s) {
-    const bool notable = std::any_of(rows.begin(), rows.end(),
-                                     [](const LedgerRow& r) { return r.suite_scope && (r.gate != Gate::pass || r.warning); });
-    out.append(notable ? "<details open>" : "<details>").append("<summary>");
-    out.append(std::to_string(s.checks) + " suite checks, " + std::to_string(s.suite_blocks) + " blocking");
-    out += "</summary><table class=rows><thead><tr><th>check</th><th>verdict</th><th>gate</th><th>reason</th></tr></thead><tbody>";
-    for (const auto& row : rows) {
-        if (!row.suite_scope) continue;
-        out.append("<tr class=\"").append(gate_class(row.gate)).append("\">");
-        html_element(out, "td", row.test, "id");
-        html_element(out, "td", to_string(row.verdict), "verdict");
-        html_element(out, "td", row.warning ? "warning" : to_string(row.gate));
-        html_element(out, "td", row.reason);
+void check_rows(std::string& out, const std::vector<const LedgerRow*>& rows) {
+    out += "<table class=rows><thead><tr><th>check</th><th>verdict</th><th>gate</th><th>reason</th></tr></thead><tbody>";
+    for (const auto* row : rows) {
+        out.append("<tr class=\"").append(gate_class(row->gate)).append("\">");
+        html_element(out, "td", row->test, "id");
+        html_element(out, "td", to_string(row->verdict), "verdict");
+        html_element(out, "td", row->warning ? "warning" : to_string(row->gate));
+        html_element(out, "td", row->reason);
         out += "</tr>";
     }
-    out += "</tbody></table></details>";
+    out += "</tbody></table>";
+}
+
+// The suite checks after the rows that need a look: those that warn in the open, those that
+// pass folded away (a dozen run rows would push everything else off the screen); those that
+// block are among the blocking rows above.
+void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const GateSummary& s) {
+    std::vector<const LedgerRow*> warnings, passing;
+    for (const auto& row : rows) {
+        if (!row.suite_scope || row.gate == Gate::block) continue;
+        (row.warning ? warnings : passing).push_back(&row);
+    }
+    if (!warnings.empty()) {
+        out += "<h3>" + counted(warnings.size(), "suite check") + (warnings.size() == 1 ? " warns" : " warn") + "</h3>";
+        check_rows(out, warnings);
+    }
+    out += "<details class=passing-checks><summary>" + counted(passing.size(), "suite check") + " " +
+           (passing.size() == 1 ? "passes" : "pass") +
+           (s.suite_blocks ? " (" + std::to_string(s.suite_blocks) + " blocking: above)" : std::string()) + "</summary>";
+    check_rows(out, passing);
+    out += "</details>";
 }
 
 void html_summary(std::string& out, const ReportInput& input) {
@@ -259,9 +275,10 @@ std::string report_html(const ReportInput& input) {
     out.reserve(256 + input.rows->size() * (columns.size() + 160));
     html_head(out, input);
     html_header(out, input);
-    html_summary(out, input);
+    // What blocks first: the page answers "why is this red?" on its first screen.
     rows_section(out, "blocking", "Blocking", rows_with(*input.summary, Gate::block), false, input.extras);
     rows_section(out, "deferred", "Deferred", rows_with(*input.summary, Gate::defer), true, input.extras);
+    html_summary(out, input);
     if (input.extras != nullptr) out += input.extras->html;
     html_heat_map(out, input, columns);
     html_drift(out, input.drift);
