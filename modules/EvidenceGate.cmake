@@ -115,7 +115,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
     order dependence (same outcome every time in one order) from nondeterminism. From 0 to
-    20. Default: 2.
+    100. Default: 2.
 
   ``LOCALISE n``
     The pytest runs (forks) ``<name>.localise`` may spend on each order-dependent test to
@@ -318,7 +318,7 @@ function(evidence_gate_add_suite name)
   endforeach()
   # Each count within its bound: beyond it a value is a typo or a plan that cannot finish (SEEDS
   # registers a CTest step per seed, and every CTest timeout is a product of the counts).
-  set(bounds SEEDS 0 1000 RERUNS 0 20 LOCALISE 0 1000 BASELINE_TOLERANCE 0 1000000 TIMEOUT 1 86400 TEST_TIMEOUT 0 86400)
+  set(bounds SEEDS 0 1000 RERUNS 0 100 LOCALISE 0 1000 BASELINE_TOLERANCE 0 1000000 TIMEOUT 1 86400 TEST_TIMEOUT 0 86400)
   while(bounds)
     list(POP_FRONT bounds number low high)
     if(NOT arg_${number} MATCHES "^[0-9]+$")

@@ -36,19 +36,14 @@ endfunction()
 function(_evidence_gate_probe_python prefix python)
   get_property(known GLOBAL PROPERTY "_EVIDENCE_GATE_PROBE:${python}" SET)
   if(NOT known)
+    # One marked line, whatever else the interpreter prints (a sitecustomize, a plugin on import);
+    # the part after the second '|' only once pytest imported.
     execute_process(COMMAND "${python}" -c
-                    "import platform, sysconfig; print(platform.python_version()); print(sysconfig.get_config_var('EXT_SUFFIX') or ''); import pytest; print(pytest.__version__)"
-                    RESULT_VARIABLE failed OUTPUT_VARIABLE output ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-    string(REPLACE "\n" ";" lines "${output}")
+                    "import platform, sysconfig; print('evidence-gate-probe|%s|%s|' % (platform.python_version(), sysconfig.get_config_var('EXT_SUFFIX') or ''), end=''); import pytest; print(pytest.__version__)"
+                    OUTPUT_VARIABLE output ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
     set(answer "" "" "")
-    if(NOT failed)
-      list(LENGTH lines count)
-      if(count EQUAL 3)
-        set(answer "${lines}")
-      endif()
-    elseif(lines)
-      list(SUBLIST lines 0 2 answer)  # an interpreter without pytest: what it is, all the same
-      list(APPEND answer "")
+    if(output MATCHES "evidence-gate-probe\\|([^|\n]*)\\|([^|\n]*)\\|([^|\n]*)")
+      set(answer "${CMAKE_MATCH_1}" "${CMAKE_MATCH_2}" "${CMAKE_MATCH_3}")
     endif()
     set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_PROBE:${python}" "${answer}")
   endif()

@@ -61,6 +61,12 @@ def repeated_orders(binary, suite):
     return receipt["orders"]["repeats"]
 
 
+def repeated_steps(binary, suite):
+    """The CTest steps skipped because their order repeats one already run: `<suite>.seed.<k>`,
+    and `<suite>.alone` for the alone pass of a one-test suite."""
+    return sorted({f"{suite}.{'alone' if run.startswith('first.') else run}" for run in repeated_orders(binary, suite)})
+
+
 def expect_verdicts(ledger, expected):
     """The per-test rows are exactly `expected` ({id: (verdict, gate)})."""
     actual = ledger.verdicts()
