@@ -46,6 +46,12 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   passed or not, and completes the restore of a run whose step was killed (by its CTest
   ``TIMEOUT``, say).
 
+  ``ctest`` runs a directory's tests only where testing is enabled, there and in every
+  directory above it: call ``enable_testing()`` (or ``include(CTest)``) in the top-level
+  ``CMakeLists.txt``, before any ``add_subdirectory()``. Once the whole project is configured,
+  configuration warns when it is not: naming the file that declares the suite and the fix, or,
+  for a suite in a subdirectory that enables testing itself, the directory to run ``ctest`` in.
+
   One ``ctest`` at a time per build tree: each step claims the evidence directory for the
   ``ctest`` that runs it (its parent process, known by pid and start time); the steps of one
   invocation share it, a second ``ctest`` started meanwhile fails its steps at once with
@@ -207,8 +213,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
-    its order runs in a fresh process. From 1 to 86,400 (a day). Default: 600. Every CTest step gets a CTest
-    ``TIMEOUT`` derived from it (T), so that a step that is stuck itself (a test that stops
+    its order runs in a fresh process. From 1 to 86,400 (a day). Default: 600. Every CTest
+    step gets a CTest ``TIMEOUT`` derived from it (T), so that a step that is stuck itself (a test that stops
     ``evgate`` with ``SIGSTOP``) still ends: ``2T + 30`` for a step that runs at most one
     pytest process (fixtures, manifest, receipt, restore, ledger, gate, baseline-update:
     the process and a wait for another build tree's run over the same ROOT); ``3T + 30``

@@ -348,12 +348,13 @@ std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const 
 
 // How many different orders the seed runs ran, and why a seed did not run: its order was one an
 // earlier seed ran (a small suite has few orders).
-LedgerRow orders_row(const Receipt& receipt) {
+LedgerRow orders_row(const Receipt& receipt, const std::vector<std::string>& run_here) {
     const auto& orders = receipt.orders;
     std::string reason = counted(orders.distinct, "distinct order") + " from " + counted(orders.seeds, "seed");
     if (orders.repeats.empty()) return suite_row("orders", Verdict::stable, reason + ", each run once");
     std::map<std::string, std::vector<std::string>> by_earlier;  // the earlier run -> the runs that would repeat it
-    for (const auto& [run, earlier] : orders.repeats) by_earlier[earlier].push_back(run);
+    for (const auto& [run, earlier] : orders.repeats)
+        if (std::find(run_here.begin(), run_here.end(), run) == run_here.end()) by_earlier[earlier].push_back(run);
     std::string said;
     for (auto& [earlier, runs] : by_earlier) {
         std::sort(runs.begin(), runs.end(), natural_less);
@@ -363,7 +364,10 @@ LedgerRow orders_row(const Receipt& receipt) {
         }
         said += (said.empty() ? "" : "; ") + list_some(runs, 4) + " would run " + earlier + "'s order";
     }
-    reason += ": " + said + ", so " + (orders.repeats.size() == 1 ? "it did" : "they did") + " not run again";
+    if (!said.empty()) reason += ": " + said + ", so " + (orders.repeats.size() - run_here.size() == 1 ? "it did" : "they did") + " not run again";
+    if (!run_here.empty())
+        reason += std::string(said.empty() ? ": " : "; ") + list_some(run_here, 4) +
+                  " repeat an order another shard runs, and ran here all the same (this shard's gate needs runs of its own)";
     const auto tests = receipt.tests.size();
     const bool free = std::none_of(receipt.tests.begin(), receipt.tests.end(), [](const ReceiptTest& t) { return t.serial; });
     if (free && tests <= 4) {  // why, for a suite small enough to count its orders
@@ -421,7 +425,7 @@ std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
 
 std::vector<LedgerRow> run_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
-    if (input.receipt.orders.seeds > 0) rows.push_back(orders_row(input.receipt));
+    if (input.receipt.orders.seeds > 0) rows.push_back(orders_row(input.receipt, input.repeats_run_here));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
     for (const auto& run : runs) present.insert(run.plan.id);

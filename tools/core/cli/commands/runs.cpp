@@ -147,8 +147,8 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
 
 // A run whose order an earlier seed runs already (distinct_orders.hpp): said, and not run again.
 bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    if (!repeat_left_out(receipt, run_id)) return false;
     const auto repeat = receipt.orders.repeats.find(run_id);
-    if (repeat == receipt.orders.repeats.end()) return false;
     std::cout << "evgate: " << suite.name << ": " << run_id << " would run the order " << repeat->second << " runs ("
               << receipt.tests.size() << (receipt.tests.size() == 1 ? " test" : " tests") << " collected): not run again\n";
     return true;
@@ -393,7 +393,7 @@ int cmd_alone(Invocation& in) {
         if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
         plans.push_back(std::move(plan));
     }
-    if (collected.size() == 1 && receipt.orders.repeats.count("first.1")) return 77;  // the pass is seed.0's order
+    if (collected.size() == 1 && repeat_left_out(receipt, "first.1")) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;

@@ -113,11 +113,13 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in) {
     };
     for (int k = 0; k <= suite.seeds; ++k) {
         const std::string id = "seed." + std::to_string(k);
-        // A seed whose order an earlier one runs is not run (distinct_orders.hpp): no result is due.
-        if (expected(id, static_cast<std::uint64_t>(k)) && !input.receipt.orders.repeats.count(id))
+        // A seed whose order an earlier one runs here is not run (distinct_orders.hpp): no result is due.
+        if (expected(id, static_cast<std::uint64_t>(k)) && !repeat_left_out(input.receipt, id))
             input.expected_runs.push_back(id);
     }
     if (suite.perturb && expected("perturbed", 0)) input.expected_runs.push_back("perturbed");
+    for (const auto& [run, earlier] : input.receipt.orders.repeats)
+        if (!repeat_left_out(input.receipt, run)) input.repeats_run_here.push_back(run);
     input.shard_problems = shard_problems(suite, input.receipt);
     for (const auto& f : foreign) {
         std::string keys;
