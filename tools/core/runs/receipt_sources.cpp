@@ -46,7 +46,7 @@ Maker made_by(const fs::path& file, const fs::path& root) {
 // A compiled module Python imports: the tested binary a build tree holds.
 bool extension_module(const fs::path& file) {
     const auto ext = file.extension();
-    return ext == ".so" || ext == ".pyd" || ext == ".dylib";
+    return ext == ".so" || ext == ".pyd";
 }
 
 std::string octal(unsigned mode) {
