@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "runs/distinct_orders.hpp"
+#include "runs/receipt.hpp"
+#include "support.hpp"
 
 using namespace evgate;
 
@@ -38,4 +40,21 @@ TEST_CASE("a larger suite's seeds are distinct orders: nothing is left out", "[d
     const auto orders = distinct_orders(tests, 8, "mixed");
     CHECK(orders.distinct == 9);
     CHECK(orders.repeats.empty());
+}
+
+TEST_CASE("the receipt's orders are read back, and a repeat that names no seed run is an error naming the file",
+          "[distinct_orders]") {
+    evgate::test::TempDir dir;
+    const auto file = dir.path / "receipt.json";
+    const auto with_repeats = [&](const std::string& repeats) {
+        evgate::test::write_text(file, R"({"rootdir": "/r", "tests": [], "orders": {"seeds": 3, "distinct": 1, "repeats": )" +
+                                           repeats + "}}");
+    };
+    with_repeats(R"({"seed.1": "seed.0", "first.1": "seed.0"})");
+    const auto receipt = load_receipt(file);
+    CHECK(receipt.orders.seeds == 3);
+    CHECK(receipt.orders.distinct == 1);
+    CHECK(receipt.orders.repeats == std::map<std::string, std::string>{{"first.1", "seed.0"}, {"seed.1", "seed.0"}});
+    with_repeats(R"({"seed.1": "seed.x"})");
+    CHECK_THROWS_WITH(load_receipt(file), Catch::Contains(file.string()) && Catch::Contains("'seed.1' -> 'seed.x'"));
 }

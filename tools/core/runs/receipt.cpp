@@ -79,9 +79,21 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         };
         receipt.orders.seeds = count("seeds");
         receipt.orders.distinct = count("distinct");
-        if (const auto* repeats = member(*orders, "repeats"); repeats && repeats->IsObject())
-            for (const auto& r : repeats->GetObject())
-                if (r.value.IsString()) receipt.orders.repeats.emplace(r.name.GetString(), r.value.GetString());
+        // run id -> the seed run it repeats ("seed.3" -> "seed.1"): a shard parses the number.
+        const auto numbered = [](const std::string& id, const char* prefix) {
+            const std::string head(prefix);
+            return id.size() > head.size() && id.compare(0, head.size(), head) == 0 && id.size() - head.size() <= 9 &&
+                   id.find_first_not_of("0123456789", head.size()) == std::string::npos;
+        };
+        if (const auto* repeats = member(*orders, "repeats"); repeats && repeats->IsObject()) {
+            for (const auto& r : repeats->GetObject()) {
+                const std::string run = r.name.GetString(), earlier = r.value.IsString() ? r.value.GetString() : "";
+                if (!(numbered(run, "seed.") || numbered(run, "first.")) || !numbered(earlier, "seed."))
+                    throw InputError(source, 0, "'orders' holds a repeat that is not a run of a seed: " + quote(run) +
+                                                    " -> " + quote(earlier));
+                receipt.orders.repeats.emplace(run, earlier);
+            }
+        }
     }
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
