@@ -5,7 +5,7 @@ carry another run's pollution."""
 import re
 import subprocess
 
-from harness import EXAMPLES, Ledger, child_env, configure_example, ctest, source_tree_untouched
+from harness import EXAMPLES, Ledger, child_env, configure_example, ctest, repeated_orders, source_tree_untouched
 
 EXAMPLE = EXAMPLES / "polluter-victim"
 
@@ -96,7 +96,9 @@ def test_seed_runs_that_only_read_their_fixture_groups_go_side_by_side(build_dir
         result = ctest(binary, "-L", "evidence", "-j2", "-V")
     assert result.returncode == 0, result.describe()
     spans = sorted(seed_spans(binary).values())
-    assert len(spans) == 4, spans
+    # Two tests have two orders: of seeds 0 to 3, those that would repeat one do not run.
+    repeats = repeated_orders(binary, "slow")
+    assert len(spans) == 4 - len(repeats) == 2, (spans, repeats)
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), f"no two seed runs overlapped: {spans}"
     assert "running it again" not in result.stdout, result.describe()
 

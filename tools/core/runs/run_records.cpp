@@ -21,7 +21,7 @@ namespace {
 namespace key {  // the members a record may have, in record_fields() order
 enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
                      absent, collected, lease, exitstatus, complete, note, receipt, unblamed, leftover, phase, final,
-                     bytes, digest, finish, fixture, scope, location, isolation };
+                     bytes, digest, finish, fixture, scope, location, isolation, duration };
 }
 
 FieldCapture record_fields() {
@@ -29,7 +29,7 @@ FieldCapture record_fields() {
                         "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
                         "collected", "lease",    "exitstatus", "complete", "note",     "receipt",
                         "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest",
-                        "finish",    "fixture",  "scope",    "location", "isolation"};
+                        "finish",    "fixture",  "scope",    "location", "isolation", "duration"};
 }
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
@@ -73,6 +73,8 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.test = required_text(f[key::test], "test", where);
             r.unblamed = &text_list(f[key::unblamed], "unblamed", where);
             r.leftover = optional_text(f[key::leftover], "leftover", where).value_or("");
+            if (const auto& d = f[key::duration]; (d.kind == JsonField::Kind::number || d.kind == JsonField::Kind::integer) && d.number >= 0)
+                r.seconds = d.number;
             break;
         case RunRecord::Event::end:
             if (f[key::exitstatus].is_int()) r.exitstatus = static_cast<int>(f[key::exitstatus].integer);
@@ -237,7 +239,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             break;
         case RunRecord::Event::result:
             run.results[std::string(r.test)] =
-                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed)};
+                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed), r.seconds};
             if (r.unblamed && !r.unblamed->empty())
                 run.doubts.push_back({"uncertain",
                                       groups_named(r.unblamed) + " changed during " + std::string(r.test) + " while " +

@@ -31,6 +31,7 @@ struct TestResult {
     std::vector<std::string> dirty;    // groups it changed without declaring them
     std::string message;
     std::vector<std::string> changed;  // every group it changed, declared or not
+    double seconds = -1;               // setup, call and teardown, as pytest measured them; -1: not said
 };
 
 // Something a run's records say that makes the run no evidence of what it ran, as a suite
@@ -76,6 +77,7 @@ struct RunRecord {
     const std::vector<std::string_view>* changed = nullptr;  // result
     const std::vector<std::string_view>* unblamed = nullptr;  // result: undeclared changes made while another test's leftovers ran
     std::string_view leftover;  // result: what those leftovers were
+    double seconds = -1;        // result: its duration (setup, call and teardown); -1 when the record has none
     std::string_view reason;   // interrupted, foreign, order, status; noise: the line, cut short
     std::string_view phase;    // outside: "collection", "session end", "fixture setup", "fixture teardown"
     std::string_view fixture, scope, location;  // outside, made by a fixture wider than a test: its name, scope, file:line

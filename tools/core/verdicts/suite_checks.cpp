@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <cctype>
 #include <set>
 #include <unordered_set>
+
+#include "io/natural_order.hpp"
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 namespace {
@@ -122,7 +126,18 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     const auto& receipt = input.receipt;
     for (const auto& stray : receipt.stray_configs) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
-        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
+        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest started in its directory, "
+                                                          "or on a test of this suite below it"));
+    }
+    // Said once: a vendored tree's or a submodule's config concerns another suite.
+    if (const auto& ignored = receipt.stray_configs_ignored; !ignored.empty()) {
+        const auto in_submodules = receipt.stray_configs_in_submodules.size();
+        rows.push_back(suite_row(
+            "stray-configs-ignored", Verdict::stable,
+            std::to_string(ignored.size()) + (ignored.size() == 1 ? " config file" : " config files") +
+                " below ROOT could not re-root this suite's collection (no collected test lies below its directory" +
+                (in_submodules ? "; " + std::to_string(in_submodules) + " in git submodules" : std::string()) +
+                "), so none warns: " + list_some(ignored, 5)));
     }
     if (auto thinning = thinning_reason(receipt, rooted_as_meant(input)); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
@@ -142,7 +157,7 @@ LedgerRow collection_row(const Receipt& receipt) {
     if (!broken.empty())
         return suite_row("collection", Verdict::missing, broken.size() == 1 ? broken[0] : broken[0] + "; " + broken[1]);
     if (receipt.tests.empty()) return suite_row("collection", Verdict::missing, "no tests collected");
-    return suite_row("collection", Verdict::stable, std::to_string(receipt.tests.size()) + " tests collected");
+    return suite_row("collection", Verdict::stable, counted(receipt.tests.size(), "test") + " collected");
 }
 
 // The collection against the committed baseline: fewer tests than it expects blocks.
@@ -331,6 +346,38 @@ std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const 
     return skipped;
 }
 
+// How many different orders the seed runs ran, and why a seed did not run: its order was one an
+// earlier seed ran (a small suite has few orders).
+LedgerRow orders_row(const Receipt& receipt, const std::vector<std::string>& run_here) {
+    const auto& orders = receipt.orders;
+    std::string reason = counted(orders.distinct, "distinct order") + " from " + counted(orders.seeds, "seed");
+    if (orders.repeats.empty()) return suite_row("orders", Verdict::stable, reason + ", each run once");
+    std::map<std::string, std::vector<std::string>> by_earlier;  // the earlier run -> the runs that would repeat it
+    for (const auto& [run, earlier] : orders.repeats)
+        if (std::find(run_here.begin(), run_here.end(), run) == run_here.end()) by_earlier[earlier].push_back(run);
+    std::string said;
+    for (auto& [earlier, runs] : by_earlier) {
+        std::sort(runs.begin(), runs.end(), natural_less);
+        if (const auto alone = std::find(runs.begin(), runs.end(), "first.1"); alone != runs.end()) {
+            runs.erase(alone);
+            runs.push_back("the alone pass");
+        }
+        said += (said.empty() ? "" : "; ") + list_some(runs, 4) + " would run " + earlier + "'s order";
+    }
+    if (!said.empty()) reason += ": " + said + ", so " + (orders.repeats.size() - run_here.size() == 1 ? "it did" : "they did") + " not run again";
+    if (!run_here.empty())
+        reason += std::string(said.empty() ? ": " : "; ") + list_some(run_here, 4) +
+                  " repeat an order another shard runs, and ran here all the same (this shard's gate needs runs of its own)";
+    const auto tests = receipt.tests.size();
+    const bool free = std::none_of(receipt.tests.begin(), receipt.tests.end(), [](const ReceiptTest& t) { return t.serial; });
+    if (free && tests <= 4) {  // why, for a suite small enough to count its orders
+        std::size_t all = 1;
+        for (std::size_t n = 2; n <= tests; ++n) all *= n;
+        reason += " (" + counted(tests, "test") + (tests == 1 ? " has " : " have ") + (all == 1 ? "one order" : "at most " + counted(all, "order")) + ")";
+    }
+    return suite_row("orders", Verdict::stable, reason);
+}
+
 // What every run's sandbox holds, as the receipt says: "HOME, TMPDIR, XDG_CONFIG_HOME, ...".
 std::string sandboxed_names(const Receipt& receipt) {
     if (receipt.sandbox_dir.empty() && receipt.sandboxed.empty()) return "HOME and TMPDIR";  // a receipt that does not say
@@ -378,6 +425,7 @@ std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
 
 std::vector<LedgerRow> run_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
+    if (input.receipt.orders.seeds > 0) rows.push_back(orders_row(input.receipt, input.repeats_run_here));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
     for (const auto& run : runs) present.insert(run.plan.id);

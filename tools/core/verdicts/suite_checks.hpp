@@ -21,7 +21,8 @@ std::vector<LedgerRow> collection_rows(const GateInput& input);
 std::vector<LedgerRow> quarantine_rows(const GateInput& input);
 // env_sensitive:<test>: env_sensitive markers dated more than a year ahead, as quarantine entries.
 std::vector<LedgerRow> env_sensitive_rows(const GateInput& input);
-// run:<id>: every expected run is there, finished, and saw what the receipt saw.
+// orders: how many distinct orders the seeds ran, and which seeds repeated one (not run); run:<id>:
+// every expected run is there, finished, and saw what the receipt saw.
 std::vector<LedgerRow> run_rows(const GateInput& input);
 // <check>:<run>: what a run's records doubt it by (run_records.hpp, RunDoubt).
 std::vector<LedgerRow> doubt_rows(const GateInput& input);

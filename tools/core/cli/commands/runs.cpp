@@ -69,9 +69,10 @@ int cmd_receipt(Invocation& in) {
     const auto& suite = in.suite();
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
-    // Nor its ledger and reports: when a step of this invocation is killed before the ledger
-    // step, an earlier verdict must not be left to be read as this one's.
-    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit})
+    // Nor its ledger, reports and per-test verdicts: when a step of this invocation is killed
+    // (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
+    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit,
+                              evidence::kVerdictStore})
         fs::remove(suite.evidence_dir / stale);
     // The collection is a pytest process like any run: the tree is snapshotted before it, and
     // what its imports changed is put back and blocks (never taken for pristine).
@@ -90,7 +91,13 @@ int cmd_receipt(Invocation& in) {
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& file : receipt.built)
+        std::cout << "  built file under test: " << file.path << (file.target.empty() ? "" : " (" + file.target + ")") << ", "
+                  << file.size << " bytes, " << file.digest << '\n';
     for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    if (!receipt.stray_configs_ignored.empty())
+        std::cout << "  " << receipt.stray_configs_ignored.size()
+                  << " other config file(s) below ROOT, where no collected test lies: ignored\n";
     const auto& isolation = serving.isolation();
     if (isolation.forks)
         std::cout << "evgate: " << suite.name << ": the collected session serves every run as a fork (pid " << isolation.server->pid << ")\n";
@@ -99,7 +106,7 @@ int cmd_receipt(Invocation& in) {
     const auto problems = receipt_problems(suite, receipt);
     if (problems.empty()) return 0;
     // No run can be trusted: the ledger says why now, since the gate will not run.
-    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)));
     std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
     for (const auto& p : problems) std::cerr << "  " << p << '\n';
     std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
@@ -143,6 +150,15 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
     return 1;
 }
 
+// A run whose order an earlier seed runs already (distinct_orders.hpp): said, and not run again.
+bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    if (!repeat_left_out(receipt, run_id)) return false;
+    const auto repeat = receipt.orders.repeats.find(run_id);
+    std::cout << "evgate: " << suite.name << ": " << run_id << " would run the order " << repeat->second << " runs ("
+              << receipt.tests.size() << (receipt.tests.size() == 1 ? " test" : " tests") << " collected): not run again\n";
+    return true;
+}
+
 int cmd_run(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
@@ -151,6 +167,7 @@ int cmd_run(Invocation& in) {
     plan.seed = in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
+    if (repeats_an_order(suite, receipt, plan.id)) return 77;
     plan.access = store.access_for(receipt);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
@@ -391,6 +408,7 @@ int cmd_alone(Invocation& in) {
         plan.id = "first." + std::to_string(n);
         plan.order = "alone";
         plan.tests = {collected[n - 1].id};
+        if (repeats_an_order(suite, receipt, plan.id)) continue;
         if (merging) {  // a merge job takes each from the shard that ran it
             imported += import_run(suite, receipt, plan.id);
             continue;
@@ -398,6 +416,7 @@ int cmd_alone(Invocation& in) {
         if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
         plans.push_back(std::move(plan));
     }
+    if (collected.size() == 1 && repeat_left_out(receipt, "first.1")) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;
