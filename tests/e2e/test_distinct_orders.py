@@ -49,7 +49,8 @@ def test_a_failing_one_test_suite_still_gets_the_rerun_its_verdict_needs(project
         project.configured()
         project.evidence()
         row = Ledger(project.build, SUITE).tests[ONE]
-        # alone.1: the rerun that tells a failing test from one that needs another first.
+        # alone.1: the rerun that tells a failing test from one that needs another first (two
+        # forks that failed are too few for fresh processes to tell anything: none is run).
         assert row["verdict"] == "failing" and row["outcomes"] == {"seed.0": "failed", "alone.1": "failed"}, row
 
 

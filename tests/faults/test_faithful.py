@@ -105,6 +105,7 @@ def test_a_token_stamped_at_import_that_expires_is_not_flaky(project):
         def test_takes_a_while():
             time.sleep(1.5)
     """)
+    project.write(f"{TESTS}/test_more.py", "".join(f"def test_{n}():\n    pass\n\n" for n in range(4)))  # orders to tell apart
     project.suite(f"SEEDS 6 PERTURB OFF TESTS {TESTS}")
     plain_pytest_passes(project)
     with project.checked():
@@ -199,7 +200,8 @@ def test_a_test_that_collides_with_its_own_copy_beside_it_is_not_flaky(project):
         def test_other():
             pass
     """)
-    project.suite(f"SEEDS 5 PERTURB OFF ALONE OFF TESTS {TESTS}")
+    project.write(f"{TESTS}/test_more.py", "".join(f"def test_{n}():\n    pass\n\n" for n in range(4)))  # orders to tell apart
+    project.suite(f"SEEDS 7 PERTURB OFF ALONE OFF TESTS {TESTS}")
     plain_pytest_passes(project)
     with project.checked():
         project.configured()

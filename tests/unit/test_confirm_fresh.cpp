@@ -34,6 +34,7 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
         run("seed.0", "seed.0", {"a", "t", "b"}, {{"a", "passed"}, {"t", "passed"}, {"b", "passed"}}),
         run("seed.1", "seed.1", {"b", "t", "a"}, {{"a", "passed"}, {"t", "failed"}, {"b", "passed"}}),
         run("seed.1.rerun.1", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
+        run("seed.1.rerun.2", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
     };
     const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{});
     REQUIRE(first.size() == 1);  // one first: if it fails, the forks are confirmed
@@ -54,24 +55,34 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
     auto failed = runs;
     failed.push_back(done(first[0], "failed"));
     CHECK(plan_fresh(failed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
-    // It passed: the second the forks' failure rate calls for (failed in both forks: two agree).
+    // It passed: the rest of what 3 failures of 3 call for (seven in all).
     auto passed = runs;
     passed.push_back(done(first[0], "passed"));
-    const auto second = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{});
-    REQUIRE(second.size() == 1);
-    CHECK(second[0].id == "seed.1.rerun.1.fresh.2");
-    passed.push_back(done(second[0], "passed"));
+    const auto rest = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{});
+    REQUIRE(rest.size() == 6);
+    CHECK(rest.front().id == "seed.1.rerun.1.fresh.2");
+    CHECK(rest.back().id == "seed.1.rerun.1.fresh.7");
+    for (const auto& plan : rest) passed.push_back(done(plan, "passed"));
     CHECK(plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
 }
 
-TEST_CASE("tests that forks failed in one order share one fresh replay of it", "[confirm_fresh]") {
+TEST_CASE("too few forks failed a test for fresh processes to tell: none are run", "[confirm_fresh]") {
     const std::vector<LoadedRun> runs = {
-        run("seed.0", "seed.0", {"p", "u", "v"}, {{"p", "passed"}, {"u", "passed"}, {"v", "passed"}}),
-        run("seed.1", "seed.1", {"v", "u", "p"}, {{"p", "passed"}, {"u", "failed"}, {"v", "failed"}}),
+        run("seed.0", "seed.0", {"t", "a"}, {{"a", "passed"}, {"t", "passed"}}),
+        run("seed.1", "seed.1", {"a", "t"}, {{"a", "passed"}, {"t", "failed"}}),
+        run("seed.1.rerun.1", "seed.1", {"a", "t"}, {{"a", "passed"}, {"t", "passed"}}),
     };
+    CHECK(plan_fresh(runs, receipt_of({"t", "a"}), FreshLimits{}).empty());
+}
+
+TEST_CASE("tests that forks failed in one order share one fresh replay of it", "[confirm_fresh]") {
+    std::vector<LoadedRun> runs = {run("seed.0", "seed.0", {"p", "u", "v"}, {{"p", "passed"}, {"u", "passed"}, {"v", "passed"}}),
+                                   run("seed.1", "seed.1", {"v", "u", "p"}, {{"p", "passed"}, {"u", "failed"}, {"v", "failed"}})};
+    for (int j = 1; j <= 2; ++j)
+        runs.push_back(run("seed.1.rerun." + std::to_string(j), "seed.1", {"v", "u"}, {{"u", "failed"}, {"v", "failed"}}));
     const auto plans = plan_fresh(runs, receipt_of({"p", "u", "v"}), FreshLimits{});
     REQUIRE(plans.size() == 1);
-    CHECK(plans[0].id == "seed.1.fresh.1");
+    CHECK(plans[0].id == "seed.1.rerun.1.fresh.1");
     CHECK(plans[0].tests == std::vector<std::string>{"v", "u"});  // through the later of the two
 }
 

@@ -141,60 +141,77 @@ Attempt fresh(std::string run, std::string order, std::string outcome, std::vect
 
 }  // namespace
 
-TEST_CASE("fresh processes needed to set forks' failures aside grow as the forks fail less often", "[triage]") {
+TEST_CASE("fresh processes needed to set forks' failures aside: as many as make chance less than once in 100", "[triage]") {
     using evgate::fresh_runs_needed;
     CHECK(fresh_runs_needed(0, 5) == 0);
-    CHECK(fresh_runs_needed(3, 3) == 2);  // failed every time: two fresh processes that agree
-    CHECK(fresh_runs_needed(2, 3) == 3);  // (1/3)^3 < 0.05
-    CHECK(fresh_runs_needed(1, 2) == 5);  // (1/2)^5 < 0.05 <= (1/2)^4
-    CHECK(fresh_runs_needed(1, 10) > evgate::kMostFreshRuns);  // rare: fresh processes cannot tell at a fair cost
+    CHECK(fresh_runs_needed(3, 3) == 7);    // C(3,3)/C(10,3) = 1/120
+    CHECK(fresh_runs_needed(5, 5) == 4);    // 1/126
+    CHECK(fresh_runs_needed(10, 10) == 3);  // 1/286
+    CHECK(fresh_runs_needed(8, 10) == 5);   // 45/3268760... 45/C(15,8) = 45/6435
+    CHECK(fresh_runs_needed(2, 3) > evgate::kMostFreshRuns);  // too few forks failed it to tell
+    CHECK(fresh_runs_needed(1, 10) > evgate::kMostFreshRuns);
 }
+
+namespace {
+
+std::vector<Attempt> fresh_passes(const std::string& order, int count) {
+    std::vector<Attempt> out;
+    for (int j = 1; j <= count; ++j) out.push_back(fresh(order + ".fresh." + std::to_string(j), order, "passed"));
+    return out;
+}
+
+std::vector<Attempt> plus(std::vector<Attempt> a, const std::vector<Attempt>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
 
 TEST_CASE("a test that failed only in forks and passes in fresh processes of that order is fork-sensitive, not flaky", "[triage]") {
-    // A token stamped at import: the first fork passes, later ones fail.
-    const std::vector<Attempt> attempts = {forked(seed(0, "passed")), forked(seed(1, "passed")),
-                                           forked(attempt("seed.1.rerun.1", "seed.1", "failed")),
-                                           forked(attempt("seed.1.rerun.2", "seed.1", "failed")),
-                                           fresh("seed.1.fresh.1", "seed.1", "passed"),
-                                           fresh("seed.1.fresh.2", "seed.1", "passed"),
-                                           fresh("seed.1.fresh.3", "seed.1", "passed")};
-    const auto forks_only = classify({attempts.begin(), attempts.begin() + 4});
-    CHECK(forks_only.verdict == Verdict::flaky);
-    CHECK_FALSE(forks_only.fork_sensitive);
-    const auto c = classify(attempts);
+    // A token stamped at import: the first forks pass, later ones (seed.3 and its reruns) fail.
+    const std::vector<Attempt> forks = {forked(seed(0, "passed")), forked(seed(1, "passed")),
+                                        forked(attempt("seed.1.rerun.1", "seed.1", "failed")),
+                                        forked(seed(3, "failed")), forked(attempt("seed.3.rerun.1", "seed.3", "failed")),
+                                        forked(attempt("seed.3.rerun.2", "seed.3", "failed"))};
+    CHECK(classify(forks).verdict == Verdict::flaky);
+    CHECK_FALSE(classify(forks).fork_sensitive);
+    CHECK_FALSE(classify(plus(forks, fresh_passes("seed.3", 6))).fork_sensitive);  // 3 of 3 failed: seven are needed
+    const auto c = classify(plus(forks, fresh_passes("seed.3", 7)));
     CHECK(c.verdict == Verdict::stable);
     CHECK(c.fork_sensitive);
-    CHECK_THAT(c.reason, Catch::Contains("fork-sensitive") && Catch::Contains("seed.1.rerun.1") &&
-                             Catch::Contains("seed.1.fresh.1") && Catch::Contains("state taken when the collection imported it"));
-}
-
-TEST_CASE("forks are not set aside on too few fresh passes, a fresh failure, or a process that failed too", "[triage]") {
-    const std::vector<Attempt> base = {forked(seed(1, "passed")), forked(attempt("seed.1.rerun.1", "seed.1", "failed")),
-                                       forked(attempt("seed.1.rerun.2", "seed.1", "failed"))};
-    auto two = base;  // 2 of 3 failed: three fresh passes are needed
-    two.push_back(fresh("seed.1.fresh.1", "seed.1", "passed"));
-    two.push_back(fresh("seed.1.fresh.2", "seed.1", "passed"));
-    CHECK(classify(two).verdict == Verdict::flaky);
-    auto fails_fresh = two;
-    fails_fresh.push_back(fresh("seed.1.fresh.3", "seed.1", "failed"));
-    CHECK(classify(fails_fresh).verdict == Verdict::flaky);
-    CHECK_FALSE(classify(fails_fresh).fork_sensitive);
-    auto process_failed = two;
-    process_failed.push_back(fresh("seed.1.fresh.3", "seed.1", "passed"));
-    process_failed.push_back(attempt("seed.2", "seed.2", "failed"));  // a run that was a process all along
+    CHECK_THAT(c.reason, Catch::Contains("fork-sensitive") && Catch::Contains("seed.3.rerun.1") &&
+                             Catch::Contains("seed.3.fresh.1") && Catch::Contains("state taken when the collection imported it"));
+    // A fresh process that fails, or a process that failed all along: the failures are the test's.
+    auto failed_fresh = plus(forks, fresh_passes("seed.3", 7));
+    failed_fresh.push_back(fresh("seed.3.fresh.8", "seed.3", "failed"));
+    CHECK(classify(failed_fresh).verdict == Verdict::flaky);
+    auto process_failed = plus(forks, fresh_passes("seed.3", 7));
+    process_failed.push_back(attempt("seed.5", "seed.5", "failed"));
     CHECK_FALSE(classify(process_failed).fork_sensitive);
 }
 
-TEST_CASE("an order dependence seen only in forks is fork-sensitive when fresh processes of the failing order pass", "[triage]") {
-    const std::vector<Attempt> attempts = {forked(seed(0, "passed")), forked(seed(3, "failed")),
-                                           forked(attempt("seed.3.rerun.1", "seed.3", "failed")),
-                                           fresh("seed.3.fresh.1", "seed.3", "passed"), fresh("seed.3.fresh.2", "seed.3", "passed")};
-    const auto c = classify(attempts);
+TEST_CASE("a test every fork failed, whatever its order, is fork-sensitive after fresh processes of any order pass", "[triage]") {
+    // A pid taken at import: every fork fails it, one attempt per order.
+    const std::vector<Attempt> forks = {forked(seed(0, "failed")), forked(seed(1, "failed")), forked(seed(2, "failed")),
+                                        forked(attempt("first.1", "alone", "failed")), forked(attempt("alone.1", "alone", "failed"))};
+    CHECK(classify(forks).verdict == Verdict::failing);
+    CHECK_FALSE(classify(plus(forks, fresh_passes("seed.0", 3))).fork_sensitive);  // 5 of 5: four are needed
+    const auto c = classify(plus(forks, fresh_passes("seed.0", 4)));
     CHECK(c.verdict == Verdict::stable);
     CHECK(c.fork_sensitive);
-    // The same in fresh processes: a real order dependence.
-    auto real = attempts;
-    real[3].outcome = real[4].outcome = "failed";
+    CHECK_THAT(c.reason, Catch::Contains("fresh processes of its orders"));
+}
+
+TEST_CASE("an order dependence seen only in forks is fork-sensitive when fresh processes of the failing order pass", "[triage]") {
+    const std::vector<Attempt> forks = {forked(seed(0, "passed")), forked(seed(3, "failed")),
+                                        forked(attempt("seed.3.rerun.1", "seed.3", "failed")),
+                                        forked(attempt("seed.3.rerun.2", "seed.3", "failed"))};
+    const auto c = classify(plus(forks, fresh_passes("seed.3", 7)));
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.fork_sensitive);
+    // The same in a fresh process: a real order dependence.
+    auto real = forks;
+    real.push_back(fresh("seed.3.fresh.1", "seed.3", "failed"));
     CHECK(classify(real).verdict == Verdict::order_dependent);
     CHECK_FALSE(classify(real).fork_sensitive);
 }
@@ -228,13 +245,21 @@ TEST_CASE("a test that fails only beside other runs, and passes each time they a
                                        seed(1, "passed")};
     CHECK(classify(once).verdict == Verdict::flaky);  // once is chance as much as a collision
     CHECK_FALSE(classify(once).collides);
-    const std::vector<Attempt> twice = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
-                                        beside("seed.2", "seed.2", "failed"), attempt("seed.2.apart", "seed.2", "passed"),
-                                        seed(1, "passed")};
+    std::vector<Attempt> twice = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
+                                  beside("seed.2", "seed.2", "failed"), attempt("seed.2.apart", "seed.2", "passed"),
+                                  seed(1, "passed")};
+    CHECK_FALSE(classify(twice).collides);  // 2 of 2 beside: chance is not ruled out
+    for (int k = 3; k <= 6; ++k) {  // 5 of 5 beside, 5 passes alone: 1 chance in 126
+        if (k == 5) continue;
+        twice.push_back(beside("seed." + std::to_string(k), "seed." + std::to_string(k), "failed"));
+        twice.push_back(attempt("seed." + std::to_string(k) + ".apart", "seed." + std::to_string(k), "passed"));
+    }
+    twice.push_back(beside("seed.7", "seed.7", "failed"));
+    twice.push_back(attempt("seed.7.apart", "seed.7", "passed"));
     const auto c = classify(twice);
     CHECK(c.verdict == Verdict::stable);
     CHECK(c.collides);
-    CHECK_THAT(c.reason, Catch::Contains("collides with another copy of itself") && Catch::Contains("seed.2.apart"));
+    CHECK_THAT(c.reason, Catch::Contains("collides with another copy of itself") && Catch::Contains("seed.0.apart"));
     auto alone_too = twice;
     alone_too.push_back(seed(3, "failed"));  // it fails with nothing beside it too
     CHECK_FALSE(classify(alone_too).collides);

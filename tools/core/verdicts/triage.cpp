@@ -1,7 +1,6 @@
 #include "verdicts/triage.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -139,43 +138,21 @@ bool local_result(const Attempt& a, std::string_view cls = {}) {
     return a.column == Column::local && !c.empty() && (cls.empty() || c == cls);
 }
 
-struct ForkCounts {
-    std::size_t failed = 0, runs = 0;  // fork attempts with a result, and those that failed
-    std::vector<std::string> fresh_passed;
-};
-
-// The attempts that were not forks, and why, when forks' failures are set aside; else nullopt.
+// The attempts that were not forks, and why, when forks' failures are set aside (fork_doubt);
+// else nullopt.
 std::optional<std::pair<std::vector<Attempt>, std::string>> without_forks(const std::vector<Attempt>& attempts) {
-    std::map<std::string, ForkCounts> by_order;
+    const auto doubt = fork_doubt(attempts);
+    if (!doubt || doubt->passed.size() < doubt->needed) return std::nullopt;
     std::vector<std::string> failed_in;
-    for (const auto& a : attempts) {
-        if (!local_result(a)) continue;
-        const bool failed = outcome_class(a.outcome) == "fail";
-        if (failed && !a.fork) return std::nullopt;  // a process failed it too: no fork's doing
-        auto& counts = by_order[a.order];
-        if (a.fork) {
-            ++counts.runs;
-            if (failed) {
-                ++counts.failed;
-                failed_in.push_back(a.run);
-            }
-        } else if (a.fresh) {
-            counts.fresh_passed.push_back(a.run);
-        }
-    }
-    std::vector<std::string> confirmed;
-    for (const auto& [order, counts] : by_order) {
-        const auto needed = fresh_runs_needed(counts.failed, counts.runs);
-        if (needed > 0 && counts.fresh_passed.size() >= needed)
-            confirmed.insert(confirmed.end(), counts.fresh_passed.begin(), counts.fresh_passed.end());
-    }
-    if (confirmed.empty()) return std::nullopt;
     std::vector<Attempt> kept;
-    for (const auto& a : attempts)
+    for (const auto& a : attempts) {
         if (!a.fork) kept.push_back(a);
+        else if (local_result(a, "fail")) failed_in.push_back(a.run);
+    }
+    const auto where = doubt->order.empty() ? std::string("of its orders") : "of the same order";
     return std::pair{std::move(kept),
                      "; fork-sensitive: it failed only in forks of the collected session (" + some_of(failed_in) +
-                         ") and passed in fresh processes of the same order (" + some_of(confirmed) +
+                         ") and passed in fresh processes " + where + " (" + some_of(doubt->passed) +
                          "): it reads state taken when the collection imported it (a time, a token, a path computed "
                          "at import), which ages with the session and is shared by its forks; the verdict rests on "
                          "the runs that were not forks"};
@@ -262,11 +239,51 @@ Classification by_precedence_of(const std::vector<Attempt>& attempts) {
 }  // namespace
 
 std::size_t fresh_runs_needed(std::size_t failed, std::size_t runs) {
+    constexpr double kAlpha = 0.01;
     if (failed == 0 || runs == 0) return 0;
-    if (failed >= runs) return 2;
-    const double p = static_cast<double>(failed) / static_cast<double>(runs);
-    const auto needed = static_cast<std::size_t>(std::ceil(std::log(0.05) / std::log(1.0 - p)));
-    return std::max<std::size_t>(needed, 2);
+    failed = std::min(failed, runs);
+    for (std::size_t m = 2; m <= kMostFreshRuns; ++m) {
+        double chance = 1.0;  // C(runs, failed) / C(runs + m, failed)
+        for (std::size_t i = 0; i < failed; ++i) chance *= static_cast<double>(runs - i) / static_cast<double>(runs + m - i);
+        if (chance <= kAlpha) return m;
+    }
+    return kMostFreshRuns + 1;
+}
+
+std::optional<ForkDoubt> fork_doubt(const std::vector<Attempt>& attempts) {
+    struct Counts {
+        std::size_t failed = 0, runs = 0;  // fork attempts with a result, and those that failed
+        std::vector<std::string> fresh_passed;
+    };
+    std::map<std::string, Counts> by_order;
+    Counts all;
+    for (const auto& a : attempts) {
+        if (!local_result(a)) continue;
+        const bool failed = outcome_class(a.outcome) == "fail";
+        if (failed && !a.fork) return std::nullopt;  // a process failed it too (a fresh one among them)
+        for (auto* counts : {&by_order[a.order], &all}) {
+            if (a.fork) {
+                ++counts->runs;
+                counts->failed += failed;
+            } else if (a.fresh) {
+                counts->fresh_passed.push_back(a.run);
+            }
+        }
+    }
+    if (all.failed == 0) return std::nullopt;
+    // Forks failed it wherever it ran: the order has nothing to do with it, and any fresh process counts.
+    if (all.failed == all.runs && fresh_runs_needed(all.failed, all.runs) <= kMostFreshRuns)
+        return ForkDoubt{"", fresh_runs_needed(all.failed, all.runs), std::move(all.fresh_passed)};
+    // Else the order whose fresh processes are nearest to setting its forks aside.
+    std::optional<ForkDoubt> best;
+    for (auto& [order, counts] : by_order) {
+        const auto needed = fresh_runs_needed(counts.failed, counts.runs);
+        if (needed == 0 || needed > kMostFreshRuns) continue;
+        const auto short_of = needed - std::min(needed, counts.fresh_passed.size());
+        if (!best || short_of < best->needed - std::min(best->needed, best->passed.size()))
+            best = ForkDoubt{order, needed, std::move(counts.fresh_passed)};
+    }
+    return best;
 }
 
 Classification classify(const std::vector<Attempt>& attempts) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -57,12 +58,26 @@ struct Classification {
 Classification classify(const std::vector<Attempt>& attempts);
 
 // How many fresh processes of an order must all pass, where forks of it failed `failed` of `runs`
-// times, before the forks' failures are set aside: enough that a test failing as often in a fresh
-// process would have failed at least once, 19 times in 20 (and two at least: fresh processes must
-// agree with each other). 0 when there is nothing to confirm; more than kMostFreshRuns means
-// fresh processes cannot tell them apart at a cost worth paying, and none are run.
+// times, before the forks' failures are set aside: enough that, were the test failing at one rate
+// whatever runs it (flaky, not fork-sensitive), all its failures would have fallen among the forks
+// less than once in 100 (Fisher's exact test, one-sided: C(runs, failed) / C(runs + m, failed) <=
+// 0.01), and two at least. 0 when there is nothing to confirm; more than kMostFreshRuns means fresh
+// processes cannot tell them apart at a cost worth paying (too few forks failed), and none are run.
+// The same rule sets aside the runs beside others against their redos alone.
 std::size_t fresh_runs_needed(std::size_t failed, std::size_t runs);
-constexpr std::size_t kMostFreshRuns = 6;
+constexpr std::size_t kMostFreshRuns = 8;
+
+// Where forks' failures of a test could be set aside by fresh processes: in which order they must
+// run ("" for any: forks failed it in every run, so its order has nothing to do with it), how many
+// must all pass (fresh_runs_needed of the forks of that order, or of all of them), and those that
+// did. nullopt where nothing can set them aside: no fork failed it, a process (a fresh one among
+// them) failed it too, or too few forks failed it for fresh processes to tell.
+struct ForkDoubt {
+    std::string order;
+    std::size_t needed = 0;
+    std::vector<std::string> passed;
+};
+std::optional<ForkDoubt> fork_doubt(const std::vector<Attempt>& attempts);
 
 // The order of the alone pass and of the runs that replay one test by itself.
 constexpr std::string_view kAloneOrder = "alone";
