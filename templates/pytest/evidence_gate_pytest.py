@@ -26,8 +26,9 @@ import pytest
 from evidence_gate_collect import CollectRecorder
 from evidence_gate_records import RunRecorder
 
-# Fork mode (--evidence-gate-serve): its options, hook and plugin are in a module of their own.
-pytest_plugins = ("evidence_gate_fork",)
+# Fork mode (--evidence-gate-serve) and what every evidence run sets aside of the suite's own
+# setup: each in a module of its own, with its options and hooks.
+pytest_plugins = ("evidence_gate_fork", "evidence_gate_aside")
 
 MARKERS = (
     "writes(group, ...): the test owns these evidence-gate fixture groups.",
