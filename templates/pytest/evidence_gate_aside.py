@@ -26,6 +26,9 @@ evgate's own ``TEST_TIMEOUT``.
 
 Only in evidence runs (an ``--evidence-gate-*`` mode option): a plain ``pytest -p
 evidence_gate_pytest`` is left alone.
+
+PYTEST_DONT_REWRITE: the plugin's other modules import this one before pytest loads it as a
+plugin, which, were it rewritten, pytest would warn about in every run.
 """
 
 import importlib.metadata
@@ -40,21 +43,24 @@ REORDERERS = {"randomly": "pytest-randomly", "random_order": "pytest-random-orde
 FLAG = {"action": "store_true"}
 VALUE = {}
 
-# The plugins evgate turns off in every run, with the options they would have defined: the
-# blocked plugin name, who it is to a reader, why it is off, its options.
+# The plugins evgate turns off in every run: the blocked plugin's name, who it is to a reader,
+# why it is off, and the options it would have defined (flags, its dest, how they parse).
 TURNED_OFF = (
     ("cacheprovider", "pytest's cache",
      "off in evidence runs: nothing is written beside the sources, every run starts as on a fresh checkout",
-     ((("--lf", "--last-failed"), FLAG), (("--ff", "--failed-first"), FLAG), (("--nf", "--new-first"), FLAG),
-      (("--cache-show",), {"nargs": "?", "const": "*"}), (("--cache-clear",), FLAG),
-      (("--lfnf", "--last-failed-no-failures"), {"choices": ("all", "none")}),
-      (("--sw", "--stepwise"), FLAG), (("--sw-skip", "--stepwise-skip"), FLAG),
-      (("--sw-reset", "--stepwise-reset"), FLAG))),
+     ((("--lf", "--last-failed"), "lf", FLAG), (("--ff", "--failed-first"), "failedfirst", FLAG),
+      (("--nf", "--new-first"), "newfirst", FLAG), (("--cache-show",), "cacheshow", {"nargs": "?", "const": "*"}),
+      (("--cache-clear",), "cacheclear", FLAG),
+      (("--lfnf", "--last-failed-no-failures"), "last_failed_no_failures", {"choices": ("all", "none")}),
+      (("--sw", "--stepwise"), "stepwise", FLAG), (("--sw-skip", "--stepwise-skip"), "stepwise_skip", FLAG),
+      (("--sw-reset", "--stepwise-reset"), "stepwise_reset", FLAG))),
     ("randomly", "pytest-randomly", "off in evidence runs: the order is evidence-gate's",
-     ((("--randomly-seed",), VALUE), (("--randomly-dont-reset-seed",), FLAG),
-      (("--randomly-dont-reorganize",), FLAG))),
+     ((("--randomly-seed",), "randomly_seed", VALUE),
+      (("--randomly-dont-reset-seed",), "randomly_reset_seed", {"action": "store_false"}),
+      (("--randomly-dont-reorganize",), "randomly_reorganize", {"action": "store_false"}))),
     ("random_order", "pytest-random-order", "off in evidence runs: the order is evidence-gate's",
-     ((("--random-order",), FLAG), (("--random-order-bucket",), VALUE), (("--random-order-seed",), VALUE))),
+     ((("--random-order",), "random_order_enabled", FLAG), (("--random-order-bucket",), "random_order_bucket", VALUE),
+      (("--random-order-seed",), "random_order_seed", VALUE))),
 )
 
 XDIST_WHY = "every run is one order in one process (ctest -j runs orders side by side)"
@@ -97,57 +103,76 @@ def set_aside(config, items=()):
     return phrases
 
 
-def dest(flags):
-    return "evidence_gate_aside_" + flags[-1].lstrip("-").replace("-", "_")
-
-
-def pytest_addoption(parser, pluginmanager):
-    group = parser.getgroup("evidence-gate")
-    for name, who, why, options in TURNED_OFF:
-        # Only what the blocked plugin would have defined: another plugin may define the rest.
-        if pluginmanager.is_blocked(name) and (name == "cacheprovider" or name in installed_reorderers()):
-            for flags, attrs in options:
-                group.addoption(*flags, dest=dest(flags), default=None, **attrs,
-                                help=f"set aside in evidence runs: {who} is {why}")
-
-
 def evidence_run(option):
     """Does evgate run this pytest (any of its modes), rather than a person by hand?"""
     return any(getattr(option, name, None) is not None for name in (
         "evidence_gate_channel", "evidence_gate_records", "evidence_gate_collect", "evidence_gate_serve"))
 
 
-# A wrapper: before pytest-cov's own hook (tryfirst) decides whether to start coverage.
+# A wrapper, so that it comes before pytest-cov's own (tryfirst) decides whether to measure. By
+# now every plugin of the command line, the entry points and PYTEST_PLUGINS is loaded or blocked,
+# and addopts and PYTEST_ADDOPTS are in `args`; initial conftests add their options here too.
 @pytest.hookimpl(hookwrapper=True)
-def pytest_load_initial_conftests(early_config, args):
+def pytest_load_initial_conftests(early_config, parser, args):
     known = early_config.known_args_namespace
-    if evidence_run(known) and early_config.pluginmanager.has_plugin("pytest_cov") and getattr(known, "cov_source", None):
-        aside(early_config).note("pytest-cov", [given_value("--cov", source) for source in known.cov_source], COV_WHY)
-        # As if the suite had said --no-cov: pytest-cov reads the early namespace, pytest the args.
-        known.no_cov = True
-        args.append("--no-cov")
+    if evidence_run(known):
+        stand_in_for_turned_off(early_config, parser, args)
+        if early_config.pluginmanager.has_plugin("pytest_cov") and getattr(known, "cov_source", None):
+            aside(early_config).note("pytest-cov", [given_value("--cov", source) for source in known.cov_source], COV_WHY)
+            # As if the suite had said --no-cov: pytest-cov reads the early namespace, pytest the args.
+            known.no_cov = True
+            args.append("--no-cov")
     yield
+
+
+def stand_in_for_turned_off(config, parser, args):
+    """The options of each plugin evgate turned off, accepted so that the suite's configuration
+    parses unedited, and noted where the suite gives them. Only those no plugin defined: one
+    loaded and then blocked (`-p randomly` before evgate's `-p no:randomly`) left its own."""
+    known = config.known_args_namespace
+    group = parser.getgroup("evidence-gate")
+    for name, who, why, options in TURNED_OFF:
+        if not config.pluginmanager.is_blocked(name):
+            continue
+        if name != "cacheprovider" and name not in installed_reorderers():
+            continue  # not installed: the suite's options for it are as wrong as in a plain pytest
+        for flags, dest, attrs in options:
+            if not hasattr(known, dest):
+                group.addoption(*flags, dest=dest, **attrs, help=f"set aside in evidence runs: {who} is {why}")
+        aside(config).note(who, given_options(args, options), why)
+
+
+def given_options(args, options):
+    """The words of `args` that give one of `options`, each with its value ("--lfnf=none")."""
+    given = []
+    for i, word in enumerate(args):
+        if word == "--":
+            break
+        flag, _, value = str(word).partition("=")
+        for flags, _, attrs in options:
+            if flag in flags:
+                takes_value = attrs.get("action") is None and "nargs" not in attrs
+                if takes_value and not value and i + 1 < len(args):
+                    value = str(args[i + 1])
+                given.append(f"{flag}={value}" if value else flag)
+    return given
 
 
 # A wrapper: before pytest-xdist's own (tryfirst) turns -n into workers.
 @pytest.hookimpl(hookwrapper=True)
 def pytest_cmdline_main(config):
     option = config.option
-    if evidence_run(option):
-        for name, who, why, options in TURNED_OFF:
-            aside(config).note(who, [given_value(flags[0], getattr(option, dest(flags), None)) for flags, _ in options
-                                     if getattr(option, dest(flags), None) not in (None, False)], why)
-        if config.pluginmanager.has_plugin("xdist"):
-            given = [f"-n {option.numprocesses}"] if option.numprocesses else []
-            given += [f"--dist {option.dist}"] if option.dist != "no" else []
-            given += [f"--tx {spec}" for spec in option.tx or ()]
-            given += ["-d"] if getattr(option, "distload", False) else []
-            given += ["--looponfail"] if getattr(option, "looponfail", False) else []
-            aside(config).note("pytest-xdist", given, XDIST_WHY)
-            # What -n 0 gives: pytest-xdist then leaves the run to pytest.
-            option.numprocesses, option.dist, option.tx, option.distload = 0, "no", [], False
-            if hasattr(option, "looponfail"):
-                option.looponfail = False
+    if evidence_run(option) and config.pluginmanager.has_plugin("xdist"):
+        given = [f"-n {option.numprocesses}"] if option.numprocesses else []
+        given += [f"--dist {option.dist}"] if option.dist != "no" else []
+        given += [f"--tx {spec}" for spec in option.tx or ()]
+        given += ["-d"] if getattr(option, "distload", False) else []
+        given += ["--looponfail"] if getattr(option, "looponfail", False) else []
+        aside(config).note("pytest-xdist", given, XDIST_WHY)
+        # What -n 0 gives: pytest-xdist then leaves the run to pytest.
+        option.numprocesses, option.dist, option.tx, option.distload = 0, "no", [], False
+        if hasattr(option, "looponfail"):
+            option.looponfail = False
     yield
 
 

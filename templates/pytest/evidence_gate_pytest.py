@@ -17,8 +17,10 @@ and registered as a plugin only while it runs:
   ``evidence_gate_collect``: one JSON document describing the suite and the configuration
   that found it.
 
-``evidence_gate_manifest`` (the environment manifest) needs no pytest, so taking it costs
-no pytest start-up.
+In every mode, ``evidence_gate_aside`` sets aside what the suite's own setup asks for that a
+run is not (pytest's cache, the reorderers, pytest-xdist's workers, reruns, coverage), and
+says so. ``evidence_gate_manifest`` (the environment manifest) needs no pytest, so taking it
+costs no pytest start-up.
 """
 
 import pytest
