@@ -118,7 +118,8 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if evidence_run(known):
         stand_in_for_turned_off(early_config, parser, args)
         if early_config.pluginmanager.has_plugin("pytest_cov") and getattr(known, "cov_source", None):
-            aside(early_config).note("pytest-cov", [given_value("--cov", source) for source in known.cov_source], COV_WHY)
+            given = [given_value("--cov", source) for source in known.cov_source]
+            aside(early_config).note("pytest-cov", given, COV_WHY)
             # As if the suite had said --no-cov: pytest-cov reads the early namespace, pytest the args.
             known.no_cov = True
             args.append("--no-cov")

@@ -60,7 +60,7 @@ def test_a_healthy_suite_passes_with_xdist_reorderers_and_coverage_set_aside(pro
     # Options teams commit: workers, a reorderer's seed, coverage with a report beside the sources.
     project.write("pytest.ini", """\
         [pytest]
-        addopts = -n 2 --dist loadscope --randomly-seed=12345 --random-order --cov=mylib --cov-report=xml
+        addopts = -n 2 --dist loadscope -p randomly --randomly-seed=12345 --random-order --cov=mylib --cov-report=xml
                   --strict-markers
         """)
     project.write("mylib.py", "def double(x):\n    return 2 * x\n")
@@ -86,7 +86,7 @@ def test_a_healthy_suite_passes_with_xdist_reorderers_and_coverage_set_aside(pro
         def test_uses_the_library():
             assert mylib.double(2) == 4
         """)
-    # A suite's own -p randomly cannot undo evgate's -p no:randomly.
+    # A suite's own -p randomly, in addopts or PYTEST_ARGS, cannot undo evgate's -p no:randomly.
     project.suite(f"{WITH_A_PROCESS} PYTEST_ARGS -p randomly", name=SUITE)
     project.configured()
     with project.checked():

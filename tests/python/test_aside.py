@@ -18,18 +18,20 @@ CACHE_WHY = "off in evidence runs: nothing is written beside the sources, every 
 
 
 def test_the_caches_options_in_addopts_parse_and_are_set_aside(gate):
-    # --sw would end the run at its first failure, --ff would put a failure first.
-    gate.pytester.makeini("[pytest]\naddopts = --sw --ff --lfnf none --cache-clear\n")
+    # --sw would end the run at its first failure, --lf with --lfnf none would run no test where
+    # nothing failed last time, --ff would put a failure first.
+    gate.pytester.makeini("[pytest]\naddopts = --sw --lf --ff --lfnf none --cache-clear\n")
     gate.pytester.makepyfile(test_abc="def test_a(): assert 0\ndef test_b(): pass\ndef test_c(): pass\n")
     order = ["test_abc.py::test_c", "test_abc.py::test_a", "test_abc.py::test_b"]
     result, records = gate.run_records(order=order)
     assert started(records) == order
     assert {test: r["outcome"] for test, r in results(records).items()} == {
         "test_abc.py::test_a": "failed", "test_abc.py::test_b": "passed", "test_abc.py::test_c": "passed"}
-    result.stdout.fnmatch_lines([f"evidence-gate: set aside pytest's cache's --sw, --ff, --lfnf=none, --cache-clear: {CACHE_WHY}"])
+    result.stdout.fnmatch_lines(
+        [f"evidence-gate: set aside pytest's cache's --sw, --lf, --ff, --lfnf=none, --cache-clear: {CACHE_WHY}"])
     assert not (gate.path / ".pytest_cache").exists()
     _, document = collect_document(gate)
-    assert document["set_aside"] == [f"pytest's cache's --sw, --ff, --lfnf=none, --cache-clear: {CACHE_WHY}"]
+    assert document["set_aside"] == [f"pytest's cache's --sw, --lf, --ff, --lfnf=none, --cache-clear: {CACHE_WHY}"]
 
 
 def test_nothing_is_set_aside_where_the_suite_gives_nothing(gate):

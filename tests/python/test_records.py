@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PLUGIN_DIR, TIMEOUT, data_groups, only, results, started, write_groups
+from conftest import TIMEOUT, data_groups, only, results, started, write_groups
 
 
 # ---------------------------------------------------------------------- records
