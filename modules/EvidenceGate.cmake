@@ -46,6 +46,12 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
   passed or not, and completes the restore of a run whose step was killed (by its CTest
   ``TIMEOUT``, say).
 
+  ``ctest`` runs a directory's tests only where testing is enabled, there and in every
+  directory above it: call ``enable_testing()`` (or ``include(CTest)``) in the top-level
+  ``CMakeLists.txt``, before any ``add_subdirectory()``. Once the whole project is configured,
+  configuration warns when it is not: naming the file that declares the suite and the fix, or,
+  for a suite in a subdirectory that enables testing itself, the directory to run ``ctest`` in.
+
   One ``ctest`` at a time per build tree: each step claims the evidence directory for the
   ``ctest`` that runs it (its parent process, known by pid and start time); the steps of one
   invocation share it, a second ``ctest`` started meanwhile fails its steps at once with
@@ -86,11 +92,14 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     Relative to ``CMAKE_CURRENT_SOURCE_DIR``. Default: ``CMAKE_CURRENT_SOURCE_DIR``.
 
   ``TESTS path...``
-    Paths handed to pytest, relative to ROOT; each must exist. Default: pytest's own
-    ``testpaths``.
+    Paths handed to pytest, relative to ROOT; each must exist and lie below ROOT (pytest names
+    tests by their path below its rootdir). Default: pytest's own ``testpaths``.
 
   ``SEEDS n``
-    Number of shuffled orders; the collection order (seed 0) runs as well. Default: 8.
+    Number of shuffled orders; the collection order (seed 0) runs as well. A seed whose order
+    is one an earlier seed already ran (a suite of one test has one order, of two tests two) is
+    skipped, and the ledger's ``orders`` row says how many distinct orders ran and why. From 0
+    to 1,000. Default: 8.
 
   ``ORDERS mixed|module|global``
     Which family each seed's order is; seed 0 is always the collection order. ``mixed``:
@@ -111,14 +120,15 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
-    order dependence (same outcome every time in one order) from nondeterminism. Default: 2.
+    order dependence (same outcome every time in one order) from nondeterminism. From 0 to
+    100. Default: 2.
 
   ``LOCALISE n``
     The pytest runs (forks) ``<name>.localise`` may spend on each order-dependent test to
     name the partner it hangs on (what one test leaves unused, the next may spend): the
     partner sets found for earlier tests first, then delta debugging over the order that
     broke it, verified several times. A nondeterministic test is never given a partner, nor
-    is a best candidate the budget cut short. ``0`` turns it off. Default: 30.
+    is a best candidate the budget cut short. ``0`` turns it off. From 0 to 1,000. Default: 30.
 
   ``FIXTURES file``
     The fixture-group manifest (``name: glob`` a line), relative to ROOT. Default:
@@ -129,7 +139,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     ROOT. Default: none.
 
   ``BASELINE_TOLERANCE n``
-    How many tests the collection may drop below the baseline before it blocks. Default: 0.
+    How many tests the collection may drop below the baseline before it blocks. From 0 to
+    1,000,000. Default: 0.
     ``EVIDENCE_GATE_UPDATE_BASELINE=1 ctest -R '<name>\.baseline-update'`` writes or
     refreshes the baseline from the current collection (the test is not in the ``evidence``
     label, and ``ctest`` registers it only when the variable is set: a plain ``ctest`` does
@@ -164,10 +175,15 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     checked when the manifest step runs. When none can ``import pytest``, configuration warns
     naming every one it tried and the suite is one failing test ``<name>_NO_PYTEST`` saying
     the same (the rest of the project configures, and its tests run);
-    ``EVIDENCE_GATE_REQUIRE_PYTEST=ON`` makes it a configure error. Default:
-    ``Python3_EXECUTABLE`` if set (the interpreter an extension module is built for), else the
-    first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and ``/usr/local/bin/python3`` that
-    can ``import pytest``.
+    ``EVIDENCE_GATE_REQUIRE_PYTEST=ON`` makes it a configure error. Configuration says which
+    interpreter the suite takes and why, and warns when a ``DEPENDS`` target is an extension
+    module built for another interpreter (its file name's tag, ``.cpython-312-...so``, is not
+    the suite interpreter's). Default: the interpreter the project found, if any:
+    ``Python3_EXECUTABLE``, ``Python_EXECUTABLE`` or ``PYTHON_EXECUTABLE``, in that order
+    (``find_package(Python3)``, ``find_package(Python)``, pybind11's and ``FindPythonInterp``'s:
+    the interpreter an extension module is built for), taken or refused but never swapped for
+    another; else the first of ``python3`` on ``PATH``, ``/usr/bin/python3`` and
+    ``/usr/local/bin/python3`` that can ``import pytest``.
 
   ``PYTEST_ARGS arg...``
     Extra pytest arguments for every run. Default: none.
@@ -197,8 +213,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
 
   ``TIMEOUT seconds``
     Bound on each pytest process; the test that hangs is ``interrupted`` and the rest of
-    its order runs in a fresh process. Default: 600. Every CTest step gets a CTest
-    ``TIMEOUT`` derived from it (T), so that a step that is stuck itself (a test that stops
+    its order runs in a fresh process. From 1 to 86,400 (a day). Default: 600. Every CTest
+    step gets a CTest ``TIMEOUT`` derived from it (T), so that a step that is stuck itself (a test that stops
     ``evgate`` with ``SIGSTOP``) still ends: ``2T + 30`` for a step that runs at most one
     pytest process (fixtures, manifest, receipt, restore, ledger, gate, baseline-update:
     the process and a wait for another build tree's run over the same ROOT); ``3T + 30``
@@ -215,7 +231,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     probe: a test past it is ``interrupted`` ("exceeded TEST_TIMEOUT"), its pytest process is
     killed and the rest of its order goes on in a new one, so a hanging test costs at most
     this per occurrence. ``0`` turns it off (``TIMEOUT`` still bounds each process).
-    Default: 120.
+    From 0 to 86,400. Default: 120.
 
   ``ISOLATION fork|process``
     How the runs' pytest processes start. ``fork``: the receipt's collection stays, collected,
@@ -297,16 +313,30 @@ function(evidence_gate_add_suite name)
   file(REAL_PATH "${CMAKE_CURRENT_BINARY_DIR}" binary_dir)
   foreach(path IN LISTS arg_TESTS)
     string(REGEX REPLACE "::.*" "" file_part "${path}")
+    # pytest names a test by its path below the rootdir: one outside ROOT is no test of this suite.
+    cmake_path(ABSOLUTE_PATH file_part BASE_DIRECTORY "${root}" NORMALIZE OUTPUT_VARIABLE tests_path)
+    cmake_path(IS_PREFIX root "${tests_path}" NORMALIZE inside)
+    if(NOT inside)
+      message(FATAL_ERROR "evidence_gate_add_suite(): TESTS is outside ROOT (pytest collects below its rootdir, ROOT):\n"
+                          "  Path: '${tests_path}'\n  ROOT: '${root}'")
+    endif()
     _evidence_gate_existing_path(ignored TESTS "${file_part}" "${root}")
   endforeach()
-  foreach(number SEEDS RERUNS LOCALISE BASELINE_TOLERANCE TIMEOUT TEST_TIMEOUT)
+  # Each count within its bound: beyond it a value is a typo or a plan that cannot finish (SEEDS
+  # registers a CTest step per seed, and every CTest timeout is a product of the counts).
+  set(bounds SEEDS 0 1000 RERUNS 0 100 LOCALISE 0 1000 BASELINE_TOLERANCE 0 1000000 TIMEOUT 1 86400 TEST_TIMEOUT 0 86400)
+  while(bounds)
+    list(POP_FRONT bounds number low high)
     if(NOT arg_${number} MATCHES "^[0-9]+$")
       message(FATAL_ERROR "evidence_gate_add_suite(): ${number} must be a whole number, not \"${arg_${number}}\"")
     endif()
-  endforeach()
-  if(arg_TIMEOUT EQUAL 0)
-    message(FATAL_ERROR "evidence_gate_add_suite(): TIMEOUT must be at least 1 second")
-  endif()
+    string(REGEX REPLACE "^0+([0-9])" "\\1" value "${arg_${number}}")
+    string(LENGTH "${value}" digits)
+    if(digits GREATER 9 OR value LESS low OR value GREATER high)
+      message(FATAL_ERROR "evidence_gate_add_suite(): ${number} must be from ${low} to ${high}, not \"${arg_${number}}\"")
+    endif()
+    set(arg_${number} "${value}")
+  endwhile()
   if(NOT arg_ORDERS MATCHES "^(mixed|module|global)$")
     message(FATAL_ERROR "evidence_gate_add_suite(): ORDERS must be mixed, module or global, not \"${arg_ORDERS}\"")
   endif()
@@ -370,14 +400,18 @@ function(evidence_gate_add_suite name)
   # An interpreter named by a generator expression is known only per configuration: the
   # manifest step finds out whether it imports pytest. Without one, the rest of the project
   # still configures and runs its tests; the suite is one failing test that says why.
+  set(ext_suffix "")
   if(arg_PYTHON MATCHES "\\$<")
     set(python "${arg_PYTHON}")
   else()
-    _evidence_gate_search_python(python problem "${arg_PYTHON}")
-    if(NOT python)
-      _evidence_gate_without_python(${name} "${problem}" ${arg_LABELS})
-      return()
-    endif()
+    _evidence_gate_search_python(python ext_suffix problem "suite '${name}'" "${arg_PYTHON}")
+  endif()
+  # Whether ctest will see the suite at all, and can import what it DEPENDS on: checked once the
+  # whole project is configured.
+  _evidence_gate_check_later(${name} "${python}" "${ext_suffix}" "${arg_DEPENDS}")
+  if(NOT python)
+    _evidence_gate_without_python(${name} "${problem}" ${arg_LABELS})
+    return()
   endif()
 
   # suite.json: everything the tool needs. Generator expressions (in PYTHON, PYTEST_ARGS,

@@ -30,58 +30,119 @@ function(_evidence_gate_json_list out)
   set(${out} "[${joined}]" PARENT_SCOPE)
 endfunction()
 
-# Does `python` import pytest? Sets <out> to pytest's version, or empty.
-function(_evidence_gate_pytest_version out python)
-  execute_process(COMMAND "${python}" -c "import pytest; print(pytest.__version__)"
-                  RESULT_VARIABLE failed OUTPUT_VARIABLE version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(failed)
-    set(version "")
+# What `python` is, asked once per path (a global property keeps the answer): <prefix>_PYTEST
+# (pytest's version; empty when it cannot import pytest), <prefix>_VERSION and <prefix>_EXT_SUFFIX
+# (the file-name suffix of the extension modules it imports, ".cpython-311-x86_64-linux-gnu.so").
+function(_evidence_gate_probe_python prefix python)
+  get_property(known GLOBAL PROPERTY "_EVIDENCE_GATE_PROBE:${python}" SET)
+  if(NOT known)
+    # One marked line, whatever else the interpreter prints (a sitecustomize, a plugin on import);
+    # the part after the second '|' only once pytest imported.
+    execute_process(COMMAND "${python}" -c
+                    "import platform, sysconfig; print('evidence-gate-probe|%s|%s|' % (platform.python_version(), sysconfig.get_config_var('EXT_SUFFIX') or ''), end=''); import pytest; print(pytest.__version__)"
+                    OUTPUT_VARIABLE output ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(answer "" "" "")
+    if(output MATCHES "evidence-gate-probe\\|([^|\n]*)\\|([^|\n]*)\\|([^|\n]*)")
+      set(answer "${CMAKE_MATCH_1}" "${CMAKE_MATCH_2}" "${CMAKE_MATCH_3}")
+    endif()
+    set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_PROBE:${python}" "${answer}")
   endif()
-  set(${out} "${version}" PARENT_SCOPE)
+  get_property(answer GLOBAL PROPERTY "_EVIDENCE_GATE_PROBE:${python}")
+  list(LENGTH answer count)
+  if(NOT count EQUAL 3)
+    set(answer "" "" "")
+  endif()
+  list(GET answer 0 version)
+  list(GET answer 1 suffix)
+  list(GET answer 2 pytest)
+  set(${prefix}_VERSION "${version}" PARENT_SCOPE)
+  set(${prefix}_EXT_SUFFIX "${suffix}" PARENT_SCOPE)
+  set(${prefix}_PYTEST "${pytest}" PARENT_SCOPE)
 endfunction()
 
-# The interpreter for a suite: PYTHON, then Python3_EXECUTABLE, then the first candidate
-# that can import pytest (on Debian the first python3 on PATH may lack it). Sets <out> to it,
-# or to "" and <problem> to what was tried and what to do.
-function(_evidence_gate_search_python out problem explicit)
+# Interpreters a search finds when nothing names one: the first `python3` (or `python`) on PATH,
+# then Debian's and a local install's (on Debian the first python3 on PATH may lack pytest).
+function(_evidence_gate_python_candidates out)
+  find_program(on_path NAMES python3 python NO_CACHE)
+  set(candidates ${on_path} /usr/bin/python3 /usr/local/bin/python3)
+  list(REMOVE_DUPLICATES candidates)
+  set(${out} "${candidates}" PARENT_SCOPE)
+endfunction()
+
+# The interpreter for a suite (`who` says whose, for the message): PYTHON; else the one the project
+# found, Python3_EXECUTABLE, Python_EXECUTABLE or PYTHON_EXECUTABLE (FindPython3, FindPython and
+# pybind11's or FindPythonInterp's: an extension module the project builds is built for it); else
+# the first candidate that can import pytest. A named interpreter is taken or refused, never
+# swapped for another: a module built for it would not import elsewhere. Configuration says
+# which was taken and why. Sets <out> to it and <ext_suffix> to its extension modules' suffix, or
+# <out> to "" and <problem> to what was tried and what to do.
+function(_evidence_gate_search_python out ext_suffix problem who explicit)
+  set(why "")
   if(explicit)
     set(candidates "${explicit}")
-  elseif(Python3_EXECUTABLE)
-    set(candidates "${Python3_EXECUTABLE}")
+    set(why "PYTHON names it")
   else()
-    get_property(known GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON)
-    if(known)
-      set(${out} "${known}" PARENT_SCOPE)
-      return()
-    endif()
-    find_program(on_path NAMES python3 python NO_CACHE)
-    set(candidates ${on_path} /usr/bin/python3 /usr/local/bin/python3)
-    list(REMOVE_DUPLICATES candidates)
-  endif()
-  foreach(python IN LISTS candidates)
-    _evidence_gate_pytest_version(version "${python}")
-    if(version)
-      message(STATUS "EvidenceGate: using ${python} (pytest ${version})")
-      if(NOT explicit AND NOT Python3_EXECUTABLE)
-        set_property(GLOBAL PROPERTY _EVIDENCE_GATE_PYTHON "${python}")
+    foreach(variable IN ITEMS Python3_EXECUTABLE Python_EXECUTABLE PYTHON_EXECUTABLE)
+      if(${variable})
+        set(candidates "${${variable}}")
+        set(why "${variable}, the interpreter this project found")
+        break()
       endif()
-      set(${out} "${python}" PARENT_SCOPE)
-      return()
+    endforeach()
+  endif()
+  set(searched FALSE)
+  if(NOT why)
+    set(searched TRUE)
+    _evidence_gate_python_candidates(candidates)
+  endif()
+  set(able "")
+  foreach(python IN LISTS candidates)
+    _evidence_gate_probe_python(probe "${python}")
+    if(probe_PYTEST)
+      list(APPEND able "${python}")
     endif()
   endforeach()
+  if(able)
+    list(GET able 0 python)
+    _evidence_gate_probe_python(probe "${python}")
+    if(searched)
+      list(JOIN candidates "', '" tried)
+      set(why "the first of '${tried}' that imports pytest")
+      list(REMOVE_AT able 0)
+      if(able)
+        list(JOIN able "', '" others)
+        string(APPEND why "; '${others}' can too: choose one with PYTHON or Python3_EXECUTABLE")
+      endif()
+    endif()
+    message(STATUS "EvidenceGate: ${who} runs pytest with '${python}' (Python ${probe_VERSION}, pytest ${probe_PYTEST}): ${why}")
+    set(${out} "${python}" PARENT_SCOPE)
+    set(${ext_suffix} "${probe_EXT_SUFFIX}" PARENT_SCOPE)
+    return()
+  endif()
   list(JOIN candidates "', '" tried)
-  set(${out} "" PARENT_SCOPE)
   string(CONCAT text
     "EvidenceGate: no Python interpreter that can import pytest.\n"
-    "  Tried: '${tried}'\n"
-    "  Install pytest for one of them (on Debian: apt-get install python3-pytest), "
-    "or name one with PYTHON or Python3_EXECUTABLE.")
+    "  Tried: '${tried}'")
+  if(NOT searched)
+    string(APPEND text " (${why})")
+    # What would work instead, to name with PYTHON (the module must then be built for it too).
+    _evidence_gate_python_candidates(others)
+    foreach(other IN LISTS others)
+      _evidence_gate_probe_python(probe "${other}")
+      if(probe_PYTEST)
+        string(APPEND text "\n  Can: '${other}' (Python ${probe_VERSION}, pytest ${probe_PYTEST})")
+      endif()
+    endforeach()
+  endif()
+  string(APPEND text "\n  Install pytest for one of them (on Debian: apt-get install python3-pytest), "
+                     "or name one with PYTHON or Python3_EXECUTABLE.")
+  set(${out} "" PARENT_SCOPE)
   set(${problem} "${text}" PARENT_SCOPE)
 endfunction()
 
 # As _evidence_gate_search_python, where an interpreter is a must (this project's own tests).
 function(_evidence_gate_find_python out explicit)
-  _evidence_gate_search_python(python problem "${explicit}")
+  _evidence_gate_search_python(python ignored problem "Evidence Gate's own tests" "${explicit}")
   if(NOT python)
     message(FATAL_ERROR "${problem}")
   endif()
@@ -103,6 +164,124 @@ function(_evidence_gate_without_python name problem)
   add_test(NAME ${name}_NO_PYTEST COMMAND "${CMAKE_COMMAND}" -E cat "${text}")
   set(labels evidence ${name} ${ARGN})  # ARGN: the suite's LABELS
   set_tests_properties(${name}_NO_PYTEST PROPERTIES WILL_FAIL TRUE LABELS "${labels}" TIMEOUT 60)
+endfunction()
+
+# What can only be checked once the whole project is configured (enable_testing() may come after
+# the call, a DEPENDS target may be defined later): each suite is remembered here, and one
+# deferred call at the end of the top-level directory checks them all.
+function(_evidence_gate_check_later name python ext_suffix depends)
+  get_property(suites GLOBAL PROPERTY _EVIDENCE_GATE_WIRING)
+  list(LENGTH suites index)
+  set_property(GLOBAL APPEND PROPERTY _EVIDENCE_GATE_WIRING "${index}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_NAME" "${name}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_DIR" "${CMAKE_CURRENT_SOURCE_DIR}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_FILE" "${CMAKE_CURRENT_LIST_FILE}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_PYTHON" "${python}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_EXT_SUFFIX" "${ext_suffix}")
+  set_property(GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_DEPENDS" "${depends}")
+  if(index EQUAL 0)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _evidence_gate_check_wiring)
+  endif()
+endfunction()
+
+function(_evidence_gate_check_wiring)
+  get_property(suites GLOBAL PROPERTY _EVIDENCE_GATE_WIRING)
+  foreach(index IN LISTS suites)
+    foreach(key IN ITEMS NAME DIR FILE PYTHON EXT_SUFFIX DEPENDS)
+      get_property(${key} GLOBAL PROPERTY "_EVIDENCE_GATE_WIRING_${index}_${key}")
+    endforeach()
+    _evidence_gate_check_testing("${NAME}" "${DIR}" "${FILE}")
+    if(EXT_SUFFIX)
+      foreach(target IN LISTS DEPENDS)
+        _evidence_gate_check_module("${NAME}" "${PYTHON}" "${EXT_SUFFIX}" "${target}")
+      endforeach()
+    endif()
+  endforeach()
+endfunction()
+
+# ctest in the top build directory reaches a directory's tests only when testing is enabled there
+# and in every directory above it (each CTestTestfile.cmake names its subdirectories'); without
+# enable_testing() none is written and ctest says "Total Tests: 0", with no word of why.
+function(_evidence_gate_check_testing name dir list_file)
+  set(reached "")
+  set(current "${dir}")
+  while(current)
+    get_directory_property(enabled DIRECTORY "${current}" DEFINITION CMAKE_TESTING_ENABLED)
+    if(NOT enabled)
+      break()
+    endif()
+    set(reached "${current}")
+    get_directory_property(current DIRECTORY "${current}" PARENT_DIRECTORY)
+  endwhile()
+  if(NOT current)
+    return()  # enabled from the top down to the suite
+  endif()
+  if(DEFINED CACHE{BUILD_TESTING} AND NOT "$CACHE{BUILD_TESTING}")  # include(CTest)'s switch, turned off
+    message(STATUS "EvidenceGate: suite '${name}' is not registered with ctest: BUILD_TESTING is OFF")
+    return()
+  endif()
+  string(CONCAT fix "call enable_testing() (or include(CTest)) in the top-level CMakeLists.txt, before any add_subdirectory():\n"
+          "  Path: '${CMAKE_SOURCE_DIR}/CMakeLists.txt'")
+  if(NOT reached)
+    message(WARNING "EvidenceGate: ctest runs no step of suite '${name}' (\"Total Tests: 0\"): testing is not "
+      "enabled in the directory that declares it.\n"
+      "  Path: '${list_file}'\n"
+      "To fix, ${fix}")
+    return()
+  endif()
+  get_directory_property(reached_binary DIRECTORY "${reached}" BINARY_DIR)
+  message(WARNING "EvidenceGate: ctest in '${CMAKE_BINARY_DIR}' does not reach suite '${name}': testing is not "
+    "enabled in '${current}'.\n"
+    "  Path: '${list_file}'\n"
+    "Run ctest in the suite's build directory:\n"
+    "  ctest --test-dir '${reached_binary}'\n"
+    "or ${fix}")
+endfunction()
+
+# A DEPENDS target that is an extension module names the interpreter it is built for in its file
+# name (".cpython-312-x86_64-linux-gnu.so"): another interpreter cannot import it, and every run
+# of the suite would fail on its import.
+function(_evidence_gate_check_module name python ext_suffix target)
+  if(NOT TARGET "${target}")
+    return()  # the DEPENDS check at ctest time names it
+  endif()
+  get_target_property(imported "${target}" IMPORTED)
+  if(imported)
+    get_target_property(file "${target}" IMPORTED_LOCATION)
+    if(NOT file)
+      get_target_property(configs "${target}" IMPORTED_CONFIGURATIONS)
+      if(configs)
+        list(GET configs 0 config)
+        get_target_property(file "${target}" IMPORTED_LOCATION_${config})
+      endif()
+    endif()
+    if(NOT file)
+      return()
+    endif()
+    cmake_path(GET file FILENAME file_name)
+  else()
+    get_target_property(suffix "${target}" SUFFIX)  # pybind11, nanobind and Python_add_library set it
+    if(NOT suffix)
+      return()
+    endif()
+    set(file_name "${target}${suffix}")
+  endif()
+  if(file_name MATCHES "\\$<")
+    return()
+  endif()
+  if(NOT file_name MATCHES "(\\.(cpython-[^.]+|cp[0-9]+-[^.]+|pypy[^.]+|graalpy[^.]+)\\.(so|pyd))$")
+    return()  # not tagged for one interpreter (a plain library, or the stable ABI's .abi3.so)
+  endif()
+  set(module_suffix "${CMAKE_MATCH_1}")
+  if(module_suffix STREQUAL ext_suffix)
+    return()
+  endif()
+  message(WARNING "EvidenceGate: suite '${name}' runs pytest with an interpreter that cannot import "
+    "DEPENDS target '${target}': it is built for another one.\n"
+    "  Module: '${file_name}' (built for '${module_suffix}')\n"
+    "  Interpreter: '${python}' (imports '${ext_suffix}')\n"
+    "Build the module for the suite's interpreter, or name the one it is built for with PYTHON "
+    "(or Python3_EXECUTABLE).")
 endfunction()
 
 # A PYTHON_PATH_PREPEND or LIBRARY_PATH_PREPEND entry: absolute, relative to ROOT, or a

@@ -139,6 +139,7 @@ class Server:
         self.idle = idle
         self.pid = os.getpid()
         self.receipt = None
+        self.launch = None  # how evgate started the collection: {"python": argv[0], "env": {...}}
         self.served = 0
         self.connections = set()
         self.workers = {}  # pid -> (pidfd until it ended, Connection)
@@ -208,6 +209,7 @@ class Server:
         if op == "bind":
             if self.receipt is None:
                 self.receipt = message.get("receipt")
+                self.launch = launch_of(message)
             if self.receipt != message.get("receipt"):
                 self.send(connection, {"refused": f"the session serves receipt {self.receipt}"})
             else:
@@ -262,22 +264,23 @@ class Server:
             return "a malformed request", None
         if len(fds) != 2 or not stat.S_ISSOCK(os.fstat(fds[1]).st_mode):
             return "a request without its log and record channel", None
-        args = arguments_after_pytest(argv)
+        args = arguments_after_pytest(argv, self.launch["python"])
         if args is None:
             return f"the run is not `python -m pytest` with this session's interpreter: {argv[:3]}", None
         differs = different_arguments(args, list(self.config.invocation_params.args))
         if differs:
             return f"the run's command line differs from the collection's: {differs}", None
         environ = dict(entry.split("=", 1) for entry in env if "=" in entry)
-        differs = [name for name in sorted(set(environ) | set(STARTUP_ENVIRON))
-                   if is_startup_variable(name) and environ.get(name) != STARTUP_ENVIRON.get(name)]
+        launched = self.launch["env"]
+        differs = [name for name in sorted(set(environ) | set(launched))
+                   if is_startup_variable(name) and environ.get(name) != launched.get(name)]
         if differs:
             return f"the run's start-up environment differs from the collection's: {', '.join(differs)}", None
         try:
             options = evidence_gate_options(self.options, args)
         except ValueError as e:
             return f"the run's options do not parse: {e}", None
-        return None, {"args": args, "environ": environ, "cwd": cwd, "options": options}
+        return None, {"args": args, "environ": environ, "launched": launched, "cwd": cwd, "options": options}
 
     def become_worker(self, run, fds):
         try:
@@ -372,6 +375,15 @@ class Server:
         except OSError:
             pass
         os._exit(0)
+
+
+def launch_of(message):
+    """How evgate started the collection, as its bind request says: the interpreter it named and
+    the environment it gave. Without them (an older evgate), as the interpreter saw itself start."""
+    python, env = message.get("python"), message.get("env")
+    if not (isinstance(python, str) and isinstance(env, list) and all(isinstance(e, str) for e in env)):
+        return {"python": sys.executable, "env": STARTUP_ENVIRON}
+    return {"python": python, "env": dict(entry.split("=", 1) for entry in env if "=" in entry)}
 
 
 def detach_output(config):

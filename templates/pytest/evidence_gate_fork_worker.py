@@ -5,14 +5,22 @@ view of the options: the command line against the collection's, the start-up env
 """
 
 import argparse
+import fcntl
 import os
 import shutil
 import sys
 import tempfile
 
+from evidence_gate_bytecode import verify_cached_bytecode
+
 # The environment as the interpreter started with it, before any conftest changed it: a run's
 # environment is applied as the difference from this. (Imported with the plugin, at start-up.)
 STARTUP_ENVIRON = dict(os.environ)
+
+# The lowest descriptor the record channel is given, as evgate gives it to a process
+# (record_channel.hpp): a test that writes to descriptor 3 (a habit from TAP and bats), or to one
+# a shell allocates from 10 up, does not stumble on it.
+CHANNEL_FLOOR = 100
 
 # Variables read when the interpreter starts, whose value a fork cannot change.
 STARTUP_PREFIXES = ("PYTHON", "LD_", "LC_")
@@ -28,17 +36,23 @@ class Worker:
         self.config = session.config
         self.collected = collected
         self.run = run
-        self.log, self.channel = fds
+        self.log, channel = fds
+        self.channel = placed(channel, run["options"].get("evidence_gate_channel"))
         self.output_fds = output
 
     def begin(self, session):
         config = self.config
+        # A fork imports a module a test imports first as a process would, from the cache another
+        # run may have left cut short.
+        verify_cached_bytecode()
         os.chdir(self.run["cwd"])
         self.environment()
         self.output()
-        sys.argv = [sys.argv[0], *self.run["args"]]
+        args = [f"--evidence-gate-channel={self.channel}" if a.startswith("--evidence-gate-channel=") else a
+                for a in self.run["args"]]
+        sys.argv = [sys.argv[0], *args]
         params = config.invocation_params
-        config.invocation_params = type(params)(args=self.run["args"], plugins=params.plugins, dir=params.dir)
+        config.invocation_params = type(params)(args=args, plugins=params.plugins, dir=params.dir)
         for dest, value in self.run["options"].items():
             setattr(config.option, dest, value)
         config.option.evidence_gate_channel = self.channel
@@ -67,11 +81,12 @@ class Worker:
         recorder.after_collection()
 
     def environment(self):
-        """The run's environment, as its difference from the one the session started with:
-        what the session's own code set, and the run does not change, stays."""
-        run = self.run["environ"]
-        for name in set(run) | set(STARTUP_ENVIRON):
-            if run.get(name) == STARTUP_ENVIRON.get(name):
+        """The run's environment, as its difference from the one evgate started the collection
+        with: what the session's own code set, or a wrapper that started the interpreter (a pyenv
+        shim's PATH), stays where the run does not change it, as it would in a fresh process."""
+        run, launched = self.run["environ"], self.run["launched"]
+        for name in set(run) | set(launched):
+            if run.get(name) == launched.get(name):
                 continue
             if name in run:
                 os.environ[name] = run[name]
@@ -107,14 +122,45 @@ class Worker:
         return config.stash[entry.RUN_KEY]
 
 
+def placed(fd, wanted):
+    """The record channel `fd` where the run's command line says it is (`wanted`, as evgate
+    numbers it for a process), when that is free and at CHANNEL_FLOOR or above; else at the
+    lowest free descriptor from CHANNEL_FLOOR up (the command line then names that one).
+    Close-on-exec either way."""
+    if isinstance(wanted, int) and wanted >= CHANNEL_FLOOR and wanted != fd and not is_open(wanted):
+        os.dup2(fd, wanted, inheritable=False)
+        os.close(fd)
+        return wanted
+    if fd >= CHANNEL_FLOOR:
+        return fd
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, CHANNEL_FLOOR)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
+
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def is_startup_variable(name):
     return name.startswith(STARTUP_PREFIXES) or name in STARTUP_NAMES
 
 
-def arguments_after_pytest(argv):
-    """The arguments after `python -m pytest`, when argv runs this interpreter; else None."""
+def arguments_after_pytest(argv, launched):
+    """The arguments after `python -m pytest`, when argv runs this interpreter — the one evgate
+    named when it started the collection (`launched`: a wrapper such as a pyenv shim is the same
+    wrapper), or this very executable; else None."""
     if len(argv) < 3 or argv[1:3] != ["-m", "pytest"]:
         return None
+    if argv[0] == launched:
+        return argv[3:]
     exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if exe is None or os.path.realpath(exe) != os.path.realpath(sys.executable):
         return None

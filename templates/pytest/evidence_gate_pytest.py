@@ -25,8 +25,13 @@ costs no pytest start-up.
 
 import pytest
 
+from evidence_gate_bytecode import verify_cached_bytecode
 from evidence_gate_collect import CollectRecorder
 from evidence_gate_records import RunRecorder
+
+# Loaded with -p, before any conftest or test module is imported: cached bytecode a failed
+# process left cut short is gone before it is read (evidence_gate_bytecode).
+verify_cached_bytecode()
 
 # Fork mode (--evidence-gate-serve) and what every evidence run sets aside of the suite's own
 # setup: each in a module of its own, with its options and hooks.

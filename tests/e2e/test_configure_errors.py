@@ -57,6 +57,12 @@ def test_the_module_documents_every_keyword_and_its_default():
         assert f"[{keyword} " in synopsis, f"{keyword} is missing from the synopsis:\n{synopsis}"
         assert keyword in paragraphs, f"{keyword} has no paragraph in the module's documentation"
         assert "Default:" in paragraphs[keyword], f"the paragraph of {keyword} does not give its default"
+    # Every count has a bound, and its paragraph says it.
+    bounds = re.search(r"set\(bounds ([^)]*)\)", code).group(1).split()
+    assert len(bounds) % 3 == 0 and set(bounds[::3]) <= set(keywords), bounds
+    for keyword, low, high in zip(bounds[::3], bounds[1::3], bounds[2::3]):
+        assert re.search(rf"From {low} to {re.escape(f'{int(high):,}')}\b", folded(paragraphs[keyword])), (
+            f"{keyword} is bounded to {low}..{high}, its paragraph does not say so:\n{paragraphs[keyword]}")
     defaults = re.search(r"set\(defaults ([^)]*)\)", code).group(1).split()
     assert len(defaults) % 2 == 0 and set(defaults[::2]) <= set(keywords), defaults
     for keyword, value in zip(defaults[::2], defaults[1::2]):

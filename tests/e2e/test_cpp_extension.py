@@ -8,13 +8,15 @@ then the first full ``ctest`` after the build (every per-test entry is there), w
 ``--output-junit`` and ``-T Test`` to read what CI pages and CDash show.
 """
 
+import hashlib
+import json
 import re
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness import (BUILD_TIMEOUT, EXAMPLES, Ledger, cmake_configure, ctest, ninja_or_default, run,
+from harness import (BUILD_TIMEOUT, EXAMPLES, Ledger, cmake_configure, ctest, ninja_or_default, repeated_steps, run,
                      source_tree_untouched, tool)
 
 EXAMPLE = EXAMPLES / "cpp-extension"
@@ -34,6 +36,10 @@ def step_outputs(binary):
     return dict(pattern.findall(log.read_text(errors="replace")))
 
 
+def sha256_of(path):
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 @pytest.fixture(scope="module")
 def example(build_dir, tmp_path_factory):
     """Every phase's ctest run, in order, over one build tree of the example."""
@@ -45,6 +51,7 @@ def example(build_dir, tmp_path_factory):
         configured = cmake_configure(EXAMPLE, binary, f"EvidenceGate_DIR={build_dir}",
                                      f"Python3_EXECUTABLE={sys.executable}", generator=ninja_or_default())
         assert configured.returncode == 0, configured.describe()
+        phases["configured"] = configured
         phases["before build"] = ctest(binary, "-j2")
         phases["-LE evidence, before build"] = ctest(binary, "-LE", "evidence")
         built = run([tool("cmake"), "--build", binary, "-j2"], timeout=BUILD_TIMEOUT)
@@ -57,6 +64,17 @@ def example(build_dir, tmp_path_factory):
         phases["junit"] = ET.parse(junit).getroot()
         [phases["Test.xml"]] = [ET.parse(x).getroot() for x in binary.glob("Testing/*/Test.xml")]
         phases["ledger"] = Ledger(binary, "geo")
+        phases["receipt"] = json.loads((evidence / "receipt.json").read_text())
+        phases["module"] = module = next(binary.glob("pygeo*.so"))
+        phases["module as built"] = (module.stat().st_size, sha256_of(module))
+        # The module rebuilt from the same sources with other flags: another binary under test.
+        rebuilt = run([tool("cmake"), "-DCMAKE_CXX_FLAGS=-O1", binary], timeout=BUILD_TIMEOUT)
+        assert rebuilt.returncode == 0, rebuilt.describe()
+        rebuilt = run([tool("cmake"), "--build", binary, "-j2", "--target", "pygeo"], timeout=BUILD_TIMEOUT)
+        assert rebuilt.returncode == 0, rebuilt.describe()
+        receipt_again = ctest(binary, "-R", r"^geo\.receipt$")
+        assert receipt_again.ran.get("geo.receipt") == "Passed", receipt_again.describe()
+        phases["receipt after a rebuild"] = json.loads((evidence / "receipt.json").read_text())
     return phases
 
 
@@ -92,8 +110,9 @@ def test_the_first_ctest_after_the_build_has_every_per_test_entry(example):
     assert entries == sorted(PYTHON_TESTS), run.describe()
     assert all(run.ran[name] == "Passed" for name in CATCH2_TESTS), run.describe()
     assert run.failed_names == sorted(["geo.gate", f"geo/{VICTIM}"]), run.describe()
-    # A plain ctest: no step skipped for nothing (baseline-update is registered only when asked).
-    assert run.not_run == [], run.describe()
+    # A plain ctest: no step skipped for nothing (baseline-update is registered only when asked);
+    # a seed whose order an earlier seed ran is skipped, as the receipt says.
+    assert run.not_run == [(step, "Skipped") for step in repeated_steps(run.binary, "geo")], run.describe()
 
 
 def test_the_order_dependent_pair_through_module_state_blocks_with_its_partner(example):
@@ -141,3 +160,21 @@ def test_long_steps_say_what_they_do(example):
     localise = example["outputs"]["geo.localise"]
     assert f"evgate: geo: localising {VICTIM} (at most" in localise, localise
     assert localise.index("localising") < localise.index(f"{VICTIM}: victim"), localise
+
+
+def test_configure_says_which_interpreter_runs_the_suite_and_it_can_import_the_module(example):
+    stdout = " ".join(example["configured"].stdout.split())
+    assert (f"EvidenceGate: suite 'geo' runs pytest with '{sys.executable}'" in stdout
+            and "Python3_EXECUTABLE, the interpreter this project found" in stdout), example["configured"].describe()
+    assert "CMake Warning" not in example["configured"].stderr, example["configured"].describe()
+
+
+def test_the_receipt_names_the_built_module_and_a_rebuild_changes_the_sources_digest(example):
+    module = example["module"]
+    size, digest = example["module as built"]
+    before, after = example["receipt"], example["receipt after a rebuild"]
+    assert before["built"] == [{"path": f"<build>/{module.name}", "target": "pygeo", "size": size, "digest": digest}], before
+    [rebuilt] = after["built"]
+    assert rebuilt["path"] == f"<build>/{module.name}" and rebuilt["digest"] == sha256_of(module), rebuilt
+    assert rebuilt["digest"] != digest, "the rebuild with other flags made the same binary"
+    assert after["sources"]["digest"] != before["sources"]["digest"], (before["sources"], after["sources"])

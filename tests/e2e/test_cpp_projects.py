@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from harness import FAST, ctest, ctest_names, expect_message, gate_summary, ninja_or_default, run, tool
+from harness import (FAST, ctest, ctest_names, expect_message, gate_summary, ninja_or_default, repeated_steps, run,
+                     tool)
 from harness.fixtures import canary, project  # noqa: F401 (fixtures)
 
 # A target the "build" makes: an IMPORTED library whose file is in the build tree, its
@@ -204,7 +205,9 @@ def test_baseline_update_is_there_only_when_asked(project):
         names = ctest_names(project.build)
         assert "faults.baseline-update" not in names, names
         plain = project.ctest()
-        assert plain.returncode == 0 and plain.not_run == [], plain.describe()
+        # Nothing is skipped but what the receipt says would repeat the one test's one order.
+        repeats = [(step, "Skipped") for step in repeated_steps(project.build, "faults")]
+        assert plain.returncode == 0 and plain.not_run == repeats, plain.describe()
         asked = run([tool("ctest"), "--test-dir", project.build, "-N"], timeout=60,
                     env=project.env(EVIDENCE_GATE_UPDATE_BASELINE="0"))
         assert "faults.baseline-update" in asked.stdout, asked.describe()

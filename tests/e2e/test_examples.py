@@ -12,7 +12,7 @@ import re
 import pytest
 
 from harness import (EXAMPLES, Ledger, configure_example, ctest, ctest_names, expect_verdicts, gate_lines,
-                      source_tree_untouched, summary_line)
+                      repeated_steps, source_tree_untouched, summary_line)
 
 PASS = ("stable", "pass")
 
@@ -27,6 +27,8 @@ def expect_ctest_mirrors(run, *ledgers):
     failed, skipped = set(), set()
     for ledger in ledgers:
         suite = ledger.suite
+        # A seed (or the alone pass) whose order an earlier seed runs is skipped: no new evidence.
+        skipped |= set(repeated_steps(run.binary, suite))
         entries = {name for name in run.ran if name.startswith(suite + "/")}
         assert entries == {f"{suite}/{test}" for test in ledger.tests}, (
             f"{suite} must have one per-test CTest entry per ledger row; ran {sorted(entries)}\n{ledger}")
@@ -139,7 +141,8 @@ def test_clean_suite_passes(tmp_path, build_dir):
     pristine = export.read_bytes()
     with source_tree_untouched(example):
         configured = configure_example(example, tmp_path / "build", build_dir)
-        assert re.search(r"EvidenceGate: using \S+ \(pytest [0-9][^)]*\)", configured.output), (
+        assert re.search(r"EvidenceGate: suite 'inventory' runs pytest with '\S+' \(Python [0-9.]+, pytest [0-9][^)]*\): ",
+                         configured.output), (
             f"configuring must say which interpreter was picked:\n{configured.describe()}")
         run = ctest(tmp_path / "build", "-j2", "-L", "evidence")
         assert run.returncode == 0, f"a clean suite must pass the gate:\n{run.describe()}"

@@ -3,7 +3,9 @@
 Each example is copied twice below tmp_path, one copy configured with ``ISOLATION process``
 added to its suites, and both run with ``ctest -L evidence`` under one PYTHONHASHSEED (what
 the receipt step would otherwise choose at random for each invocation). Every row must agree:
-verdict, gate, every run's outcome, the partner. The nondeterministic example is left out: its
+verdict, gate, every run's outcome, the partner (the fresh processes that confirm what forks
+showed, `<run>.fresh.<j>`, and redos alone aside: they exist only where forks ran, or runs
+overlapped). The nondeterministic example is left out: its
 coin flips on os.urandom, whatever isolates it.
 """
 
@@ -34,11 +36,14 @@ def rows(binary):
     for suite_file in sorted((binary / "evidence").glob("*/ledger.jsonl")):
         ledger = Ledger(binary, suite_file.parent.name)
         for row in ledger.rows:
-            if row["test"].endswith(".apart"):  # the suite row of a redo alone: only where runs overlapped
+            if row["test"].endswith(".apart") or ".fresh." in row["test"]:  # the suite row of a redo or a fresh run
                 continue
             kept = {key: row.get(key) for key in ("verdict", "gate", "outcomes", "partner", "partner_role")}
-            if kept["outcomes"]:  # a run done again alone exists only where runs happened to overlap (-j2)
-                kept["outcomes"] = {run: o for run, o in kept["outcomes"].items() if not run.endswith(".apart")}
+            # A run done again alone exists only where runs happened to overlap (-j2); a fresh
+            # process that confirms what forks showed, only where runs were forks.
+            if kept["outcomes"]:
+                kept["outcomes"] = {run: o for run, o in kept["outcomes"].items()
+                                    if not run.endswith(".apart") and ".fresh." not in run}
             found[f"{suite_file.parent.name}: {row['test']}"] = kept
     return found
 
@@ -66,7 +71,9 @@ def test_fork_and_process_give_the_same_ledger(tmp_path, build_dir, name):
         # Seeds, reruns and alone runs are forks with ISOLATION fork, even after a crash (a new
         # fork goes on); the perturbed run never is, nor its redo alone (perturbed.apart, when it
         # went beside other runs and disagreed with them): both need the perturbed environment.
-        expected = {run: ("process" if isolation == "process" or run.split("/")[-1].startswith("perturbed") else "fork")
+        # A fresh run (<run>.fresh.<j>) never is a fork either: it confirms what forks showed.
+        expected = {run: ("process" if isolation == "process" or run.split("/")[-1].startswith("perturbed")
+                          or ".fresh." in run else "fork")
                     for run in isolations(binary)}
         assert isolations(binary) == expected, isolations(binary)
     assert ledgers["fork"], f"{name}: no ledger rows"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Ledger, cmake_configure, ctest
+from harness import Ledger, cmake_configure, ctest, step_output
 
 LAB = Path(__file__).parent / "projects" / "lab-tree"
 IDS = ["tests/test_settings.py::test_env_is_set_by_conftest", "tests/test_settings.py::test_fast_path",
@@ -29,17 +29,43 @@ def rows(binary):
     return {row["test"]: row for row in Ledger(binary, "lab").rows}
 
 
-def test_rooted_at_the_project_the_receipt_holds_and_warns_about_the_stray_ini(tmp_path, build_dir):
+def test_rooted_at_the_project_the_receipt_holds_and_names_the_stray_ini_it_ignores(tmp_path, build_dir):
     tree = lab_copy(tmp_path)
     binary, result = run_lab(tree, build_dir)
     assert result.returncode == 0, result.describe()
     receipt = (binary / "evidence" / "lab" / "receipt.json").read_text()
     assert '"configfile":"' + str(tree / "pyproject.toml") + '"' in receipt
     assert str(tree / "tests" / "conftest.py") in receipt
-    assert '"stray_configs":["src/pytest.ini"]' in receipt
+    # src/ holds no test of the suite: its pytest.ini cannot re-root the collection.
+    assert '"stray_configs":[]' in receipt and '"stray_configs_ignored":["src/pytest.ini"]' in receipt
     assert '"digest":"sha256:' in receipt
-    row = rows(binary)["stray-config:src/pytest.ini"]
-    assert row["gate"] == "pass" and row.get("warning") is True, row
+    row = rows(binary)["stray-configs-ignored"]
+    assert row["gate"] == "pass" and not row.get("warning") and "src/pytest.ini" in row["reason"], row
+
+
+def test_only_configs_that_could_re_root_the_suite_warn_and_one_row_says_what_was_ignored(tmp_path, build_dir):
+    """A vendored library in a git submodule and a docs folder, each with its own pytest
+    config, beside a stray pytest.ini among the suite's own tests."""
+    tree = lab_copy(tmp_path)
+    (tree / "third_party" / "lib" / "tests").mkdir(parents=True)
+    (tree / "third_party" / "lib" / ".git").write_text("gitdir: ../../.git/modules/lib\n")
+    (tree / "third_party" / "lib" / "setup.cfg").write_text("[tool:pytest]\ntestpaths = tests\n")
+    (tree / "third_party" / "lib" / "tests" / "pytest.ini").write_text("[pytest]\n")
+    (tree / "docs").mkdir()
+    (tree / "docs" / "tox.ini").write_text("[pytest]\naddopts = --doctest-glob=*.rst\n")
+    (tree / "tests" / "pytest.ini").write_text("")
+    binary, result = run_lab(tree, build_dir)
+    got = rows(binary)
+    warned = sorted(test for test, row in got.items() if row.get("warning") and test.startswith("stray-config"))
+    assert warned == ["stray-config:tests/pytest.ini"], got
+    ignored = [row for test, row in got.items() if test.startswith("stray-config") and not row.get("warning")]
+    assert [row["test"] for row in ignored] == ["stray-configs-ignored"], got
+    reason = ignored[0]["reason"]
+    for name in ("docs/tox.ini", "src/pytest.ini", "third_party/lib/setup.cfg", "third_party/lib/tests/pytest.ini"):
+        assert name in reason, reason
+    assert reason.startswith("4 config files below ROOT could not re-root") and "2 in git submodules" in reason, reason
+    gate = step_output(binary, "lab.gate")
+    assert "WARN stray-config:tests/pytest.ini" in gate and "third_party" not in gate and "docs/" not in gate, gate
 
 
 def test_rooted_at_src_by_mistake_blocks_explaining_the_shrunken_collection(tmp_path, build_dir):

@@ -130,6 +130,51 @@ def test_polluter_victim_report_shows_blocking_rows_heat_map_and_partner(tmp_pat
         assert f"`{row['test']}`" in markdown, f"{row['test']} is not in report.md:\n{markdown}"
 
 
+# Appended to a copy of the page: where each blocking row and its reason end up in a laptop's
+# first screen, and whether the suite checks that pass are folded.
+FIRST_SCREEN = """<script>
+var lines = [];
+document.querySelectorAll('#blocking tbody tr:not(.cmdrow)').forEach(function (r) {
+  lines.push('blocking ' + (r.getBoundingClientRect().bottom <= window.innerHeight));
+});
+var folded = document.querySelector('#summary details.passing-checks');
+lines.push('passing-checks ' + (folded ? (folded.open ? 'open' : 'folded') : 'absent'));
+document.querySelectorAll('#summary details').forEach(function (d) {
+  if (d.open) lines.push('open ' + d.querySelector('summary').textContent);
+});
+var pre = document.createElement('pre');
+pre.id = 'measured';
+pre.textContent = lines.join('\\n');
+document.body.appendChild(pre);
+</script></body>"""
+
+
+def test_the_first_screen_answers_why_it_is_red(tmp_path, build_dir):
+    """A project whose suite checks warn (a stray config among its tests) and pass by the dozen:
+    at 1280 x 800 every blocking row and its reason are on the first screen, and the passing
+    suite checks are folded."""
+    source = tmp_path / "src"
+    shutil.copytree(EXAMPLES / "polluter-victim", source)
+    (source / "tests" / "sub").mkdir()
+    (source / "tests" / "sub" / "pytest.ini").write_text("[pytest]\n")
+    (source / "tests" / "sub" / "test_more.py").write_text("def test_more():\n    pass\n")
+    binary = tmp_path / "build"
+    configure_example(source, binary, build_dir)
+    ctest(binary, "-L", "evidence")
+    ledger = Ledger(binary, "billing")
+    assert len(ledger.blocking()) == 2 and any(row.get("warning") for row in ledger.suite_rows), ledger
+    report = binary / "evidence" / "billing" / "report.html"
+    page = tmp_path / "first-screen.html"
+    page.write_text(report.read_text(encoding="utf-8").replace("</body>", FIRST_SCREEN, 1), encoding="utf-8")
+    dom, _ = browse(page, tmp_path / "profile", "--window-size=1280,800", "--virtual-time-budget=2000", "--dump-dom")
+    measured = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert measured, f"the measuring script did not run:\n{dom[-2000:]}"
+    lines = measured.group(1).split("\n")
+    assert lines.count("blocking true") == 2 and "blocking false" not in lines, lines
+    assert "passing-checks folded" in lines, lines
+    assert not [line for line in lines if line.startswith("open ")], lines
+
+
 # Appended to a copy of the page: measures every reproduce command as laid out at 1,400 px,
 # then presses the first copy button.
 MEASURE = """<script>

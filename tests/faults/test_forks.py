@@ -181,6 +181,13 @@ def test_a_test_that_attacks_the_server_ends_only_its_own_fork(project, how, job
         @pytest.mark.serial
         def test_b_after():
             pass
+
+        # Two tests free to move: seed.1's order is not seed.0's, so it runs.
+        def test_c_free():
+            pass
+
+        def test_d_free():
+            pass
     """)
     project.suite(f"{FAST} RERUNS 0 LOCALISE 0 TIMEOUT 60 TESTS tests")
     with project.checked():
@@ -343,7 +350,7 @@ def test_a_thread_alive_after_collection_makes_every_run_a_process_and_says_why(
 
         threading.Thread(target=time.sleep, args=(3600,), daemon=True, name="poller").start()
     """)
-    project.write(TEST_FILE, "def test_one():\n    pass\n")
+    project.write(TEST_FILE, "def test_one():\n    pass\n\ndef test_two():\n    pass\n")  # two orders: seed.1 runs
     project.suite(f"{FAST} TESTS tests")
     with project.checked():
         project.configured()
@@ -385,6 +392,9 @@ def test_a_source_change_after_the_collection_is_never_served_from_it(project):
             if "--evidence-gate-run=seed.0" in sys.argv:
                 path = Path(__file__)
                 path.write_text(path.read_text())
+
+        def test_other():  # two orders: seed.1 runs
+            pass
     """)
     project.suite(f"{FAST} RERUNS 0 TESTS tests")
     with project.checked():

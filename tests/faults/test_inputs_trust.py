@@ -502,7 +502,7 @@ def test_a_skip_that_depends_on_the_sandboxed_home_warns(project):
         assert f"your own HOME ('{home}')" in row["reason"], row
         sandbox = json.loads((project.evidence_dir() / "receipt.json").read_text())["sandbox"]
         assert sandbox["fresh"] == ["HOME", "TMPDIR", *XDG], sandbox
-        assert sandbox["HOME"].startswith(str(project.evidence_dir())), sandbox
+        assert sandbox["HOME"].startswith(sandbox["dir"]) and not sandbox["HOME"].startswith(str(home)), sandbox
         # What plain pytest does with that home: the test runs.
         plain = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", TEST_FILE],
                     env=project.env(HOME=str(home), PYTHONDONTWRITEBYTECODE="1"), timeout=120, cwd=project.root)
@@ -565,6 +565,7 @@ def test_the_users_xdg_and_tool_directories_are_never_written(project):
         def test_saves_settings():
             for variable, default in PLACES.items():
                 base = Path(os.environ.get(variable) or Path.home() / default)
+                assert base.is_relative_to(Path.home()), (variable, base)  # the run's sandboxed home
                 (base / "myapp").mkdir(parents=True, exist_ok=True)
                 (base / "myapp" / "settings.toml").write_text("theme = 'test'\\n")
     """)
@@ -581,9 +582,8 @@ def test_the_users_xdg_and_tool_directories_are_never_written(project):
         expect_gate(project, result, "PASSED", "a test that saves its settings")
         written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
         assert written == [], f"the user's home was written: {written}"
-        assert list(project.evidence_dir().glob("sandbox/seed.0/home/.config/myapp/settings.toml")), \
-            "the test's settings belong in the run's sandbox"
         sandbox = json.loads((project.evidence_dir() / "receipt.json").read_text())["sandbox"]
+        assert not list(Path(sandbox["dir"]).glob("*/home/.config/myapp")), "every run's sandbox is gone after it"
         assert sandbox["fresh"] == ["HOME", "TMPDIR", *XDG] and sandbox["dropped"] == ["MPLCONFIGDIR", "GNUPGHOME"], sandbox
         assert str(home) not in json.dumps(sandbox), sandbox  # names, never the user's values
 

@@ -429,8 +429,9 @@ def leftovers(project):
 
 
 STOPS = {
-    # Ctrl-C: the terminal sends SIGINT to ctest's whole foreground process group; ctest waits
-    # for its children, so the tree must be whole as soon as ctest has exited.
+    # Ctrl-C: the terminal sends SIGINT to ctest's whole foreground process group; ctest exits at
+    # once without waiting (tests/e2e/test_interrupt.py), but evgate's restore of a test that
+    # ends on SIGTERM is done within the second below.
     "ctrl-c": (lambda p: os.killpg(p.pid, signal.SIGINT), 0.0),
     # A CI cancel: SIGTERM to the group; ctest exits at once, evgate restores promptly after.
     "sigterm-to-the-group": (lambda p: os.killpg(p.pid, signal.SIGTERM), 10.0),
@@ -721,9 +722,13 @@ def test_a_test_whose_call_phase_never_ran_is_missing_not_passed(project, how):
     """A conftest's tryfirst pytest_runtest_protocol leaves a failing test's call phase out (pytest
     itself counts it as nothing, or as passed): the test is `missing` in every run, its row says
     its call phase never ran, and the gate blocks."""
+    # Two tests, so that seed.1 (the reversed order) is an order of its own and runs.
     project.write(TEST_FILE, """
         def test_fails():
             assert 0
+
+        def test_other():
+            pass
     """)
     project.write("conftest.py", UNCALLED[how])
     project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")

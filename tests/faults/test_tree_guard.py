@@ -753,10 +753,11 @@ def test_a_test_that_chowns_a_tracked_file_or_a_group_file_is_its_polluter_and_t
 
 
 def test_a_test_that_rewrites_a_group_file_and_its_pristine_copy_blocks_and_the_tree_ends_as_it_was(project):
-    """The evidence directory is within a test's reach (its HOME is in it). A test rewrites a
-    group file and, identically, the pristine copy beside it: before, the gate passed and the
-    "restore" kept the test's content. The copy is sealed in the per-user state directory: the
-    change is found, the file comes back from a verified copy, and a suite row names the copy."""
+    """The evidence directory is within a test's reach (the build tree is beside ROOT here). A
+    test rewrites a group file and, identically, the pristine copy beside it: before, the gate
+    passed and the "restore" kept the test's content. The copy is sealed in the per-user state
+    directory: the change is found, the file comes back from a verified copy, and a suite row
+    names the copy."""
     project.write("data/config.txt", "pristine\n")
     project.write("README.txt", "the project\n")
     project.write("fixtures.manifest", "data: data/*\n")
@@ -765,7 +766,7 @@ def test_a_test_that_rewrites_a_group_file_and_its_pristine_copy_blocks_and_the_
         from pathlib import Path
 
         def test_rewrites_both():
-            evidence = Path(os.environ["HOME"]).parents[2]
+            evidence = Path.cwd().parent / "build" / "evidence" / "faults"
             copies = list(evidence.glob("fixtures/pristine/**/config.txt")) + list(evidence.glob("fixtures/pristine/README.txt"))
             assert len(copies) == 2, copies
             for p in [Path("data/config.txt"), Path("README.txt")] + copies:

@@ -19,7 +19,7 @@ Ledger, ctest``). The modules, from the product outward:
 from harness.commands import BUILD_TIMEOUT, CONFIGURE_TIMEOUT, CTEST_TIMEOUT, Result, child_env, run
 from harness.ctest import CTestRun, cmake_configure, configure_example, ctest, ctest_names, ninja_or_default, step_output
 from harness.evidence import (Ledger, expect_verdicts, known_verdicts, record_damage, record_files,
-                              planned_by_run, results_by_run)
+                              planned_by_run, repeated_orders, repeated_steps, results_by_run)
 from harness.gate import decision, gate_lines, summary_line
 from harness.processes import process_alive, processes_mentioning, wait_until_gone
 from harness.product import EXAMPLES, REPO, product_build_dir, product_source_dir, tool
@@ -34,6 +34,7 @@ __all__ = [
     "cmake_configure", "configure_example", "ctest", "ctest_names", "decision", "digest_diff", "expect_message",
     "expect_unchanged", "expect_verdicts", "file_sha256", "files_holding", "gate_lines", "gate_summary",
     "known_verdicts", "ninja_or_default", "normalized", "process_alive", "processes_mentioning",
-    "product_build_dir", "product_source_dir", "planned_by_run", "record_damage", "record_files", "results_by_run", "run",
+    "product_build_dir", "product_source_dir", "planned_by_run", "record_damage", "record_files", "repeated_orders",
+    "repeated_steps", "results_by_run", "run",
     "source_tree_untouched", "step_output", "summary_line", "tool", "tree_digest", "wait_until_gone",
 ]

@@ -55,6 +55,18 @@ class Ledger:
         return f"{self.path}:\n{self.text}"
 
 
+def repeated_orders(binary, suite):
+    """{run id: earlier seed run} of the runs the receipt found would repeat an order (not run)."""
+    receipt = json.loads((Path(binary) / "evidence" / suite / "receipt.json").read_text())
+    return receipt["orders"]["repeats"]
+
+
+def repeated_steps(binary, suite):
+    """The CTest steps skipped because their order repeats one already run: `<suite>.seed.<k>`,
+    and `<suite>.alone` for the alone pass of a one-test suite."""
+    return sorted({f"{suite}.{'alone' if run.startswith('first.') else run}" for run in repeated_orders(binary, suite)})
+
+
 def expect_verdicts(ledger, expected):
     """The per-test rows are exactly `expected` ({id: (verdict, gate)})."""
     actual = ledger.verdicts()

@@ -5,8 +5,8 @@ import re
 
 _GATE_LINE = re.compile(r"^(BLOCK|DEFER) (.+?): ([a-z-]+), (.*)$", re.M)
 # Groups: 1 suite, 2 tests, 3 runs, 4 block, 5 defer, 6 pass, 7 suite checks that block, 8 the decision.
-_SUMMARY_LINE = re.compile(r"^evidence-gate (\S+): (\d+) tests over (\d+) runs: (\d+) block, (\d+) defer, (\d+) pass"
-                           r"(?:; (\d+) suite check\(s\) block)? -> (PASSED|BLOCKED)$", re.M)
+_SUMMARY_LINE = re.compile(r"^evidence-gate (\S+): (\d+) tests? over (\d+) runs?: (\d+) block, (\d+) defer, (\d+) pass"
+                           r"(?:; (\d+) suite checks? blocks?)? -> (PASSED|BLOCKED)$", re.M)
 
 
 def gate_lines(text):

@@ -32,9 +32,9 @@ class Served:
         self.args = ["-p", "evidence_gate_pytest", "-p", "no:cacheprovider", f"--rootdir={root}", tests]
         self.server = None
 
-    def collect(self, *serve_options):
+    def collect(self, *serve_options, python=sys.executable):
         """The receipt's collection; returns (its process, the status it wrote)."""
-        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q",
+        argv = [python, "-m", "pytest", "--collect-only", "-q",
                 f"--evidence-gate-collect={self.root / 'collect.json'}", f"--evidence-gate-serve={self.socket}",
                 f"--evidence-gate-serve-status={self.status_file}", *serve_options, *self.args]
         done = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -49,19 +49,20 @@ class Served:
         sock.connect(str(self.socket))
         return Lines(sock)
 
-    def bind(self, receipt="R1"):
+    def bind(self, receipt="R1", **launch):
+        """Binds the server; `launch` (python=, env=) says how the collection was started, as evgate does."""
         connection = self.connect()
-        connection.send({"op": "bind", "receipt": receipt})
+        connection.send({"op": "bind", "receipt": receipt, **launch})
         return connection.next()
 
-    def start(self, order, receipt="R1", env=None, args=None, run_id="seed.1"):
+    def start(self, order, receipt="R1", env=None, args=None, run_id="seed.1", python=sys.executable):
         """Asks for a run of `order`; returns (connection, the answer, record channel, log path)."""
         order_file = self.root / f"{run_id}.order.jsonl"
         order_file.write_text("".join(json.dumps(t) + "\n" for t in order))
         log = self.root / f"{run_id}.log"
         ours, theirs = socket.socketpair()
         log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        argv = [sys.executable, "-m", "pytest", *self.args[:-1], "--evidence-gate-channel=99",
+        argv = [python, "-m", "pytest", *self.args[:-1], "--evidence-gate-channel=99",
                 f"--evidence-gate-run={run_id}", "--evidence-gate-seed=1", f"--evidence-gate-order={order_file}",
                 self.args[-1]] if args is None else args
         environment = {**self.env, "HOME": str(self.root / "run-home"), **(env or {})}
@@ -228,6 +229,33 @@ def test_a_fork_runs_an_order_as_a_fresh_pytest_would(served):
     # The next fork starts from the collected session again, not from the last fork.
     ended, records, _ = served.run([IDS[0], IDS[2]], run_id="seed.2")
     assert ended == {"exit": 0} and results(records) == {IDS[0]: "passed", IDS[2]: "passed"}
+
+
+def test_a_session_started_through_a_wrapper_serves_forks_that_see_what_a_fresh_process_would(served):
+    """A pyenv shim, say: a script that sets its own variables and execs the interpreter. The
+    runs name the wrapper, as the collection's launch did; the wrapper's variables stay in the
+    fork (a fresh process through the wrapper has them too), the run's own sandbox replaces the
+    collection's, and the record channel is nowhere a test would stumble on it (3-9)."""
+    make_tree(served.root, {"tests/test_w.py": """\
+import os
+import stat
+
+def test_sees_a_fresh_process():
+    assert os.environ["SET_BY_WRAPPER"] == "yes"
+    assert os.environ["HOME"].endswith("run-home")
+    sockets = [fd for fd in range(3, 10) if os.path.exists(f"/proc/self/fd/{fd}")
+               and stat.S_ISSOCK(os.fstat(fd).st_mode)]
+    assert sockets == [], sockets
+"""})
+    wrapper = served.root / "python-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nSET_BY_WRAPPER=yes exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    done, status = served.collect(python=str(wrapper))
+    assert done.returncode == 0 and "pid" in status, done.stdout + done.stderr
+    assert "pid" in served.bind(python=str(wrapper), env=[f"{k}={v}" for k, v in served.env.items()])
+    ended, records, log = served.run(["tests/test_w.py::test_sees_a_fresh_process"], python=str(wrapper))
+    assert ended == {"exit": 0}, log
+    assert results(records) == {"tests/test_w.py::test_sees_a_fresh_process": "passed"}, log
 
 
 def test_forks_side_by_side_keep_their_output_apart(served):

@@ -144,6 +144,26 @@ TEST_CASE("junit.xml: pytest's classname and name, the gate as the status, attem
     CHECK(property(gap, "seed") == "(none)");  // the perturbed run is no seed's order
 }
 
+TEST_CASE("junit.xml: each case takes the median of its attempts' durations, each attempt its own", "[junit_writer]") {
+    const auto timed = [](const char* outcome, double seconds, std::string message = {}) {
+        return TestResult{outcome, {}, std::move(message), {}, seconds};
+    };
+    const RunMatrix runs{run("seed.0", "seed.0", 0, {{"t.py::test_a", timed("passed", 0.5)}, {"t.py::test_b", timed("passed", 0.25)}}),
+                         run("seed.1", "seed.1", 1, {{"t.py::test_a", timed("failed", 2.0, "boom")}, {"t.py::test_b", timed("passed", 0.75)}}),
+                         run("seed.2", "seed.2", 2, {{"t.py::test_a", timed("passed", 0.125)}, {"t.py::test_b", kPassed}})};
+    const std::vector<LedgerRow> rows{row("t.py::test_a", "flaky", "block", runs), row("t.py::test_b", "stable", "pass", runs)};
+    const Doc doc(junit_xml(rows, runs, kContext));
+    const auto& a = doc.testcase("t", "test_a");
+    CHECK(a.Attribute("time") == std::string("0.500"));  // of 0.125, 0.5 and 2: one slow attempt does not move it
+    CHECK(property(a, "times") == R"({"seed.0":0.500,"seed.1":2.000,"seed.2":0.125})");
+    CHECK_THAT(a.FirstChildElement("rerunFailure")->FirstChildElement("stackTrace")->GetText(),
+               Catch::Contains("run seed.1, order seed.1 (seed 1), host vm-1, 2.000 s"));
+    const auto& b = doc.testcase("t", "test_b");
+    CHECK(b.Attribute("time") == std::string("0.500"));  // the two it has: 0.25 and 0.75 (seed.2's result says none)
+    CHECK(property(b, "times") == R"({"seed.0":0.250,"seed.1":0.750})");
+    CHECK(doc.suite().Attribute("time") == std::string("1.000"));
+}
+
 TEST_CASE("junit.xml: suite rows that block are testcases of a pseudo class; the others are not there", "[junit_writer]") {
     const RunMatrix runs;
     LedgerRow died;

@@ -108,8 +108,10 @@ TEST_CASE("run_process reads the channel while the child runs; a subshell's writ
     RecordChannel channel([&](std::string_view whole) { lines.append(whole); });
     const auto fd = std::to_string(channel.child_end());
     ProcessSpec spec;
-    // dash's printf is a builtin: the same process; ( ... ) forks a subshell.
-    spec.argv = {"/bin/sh", "-c", "printf 'one\\n' >&" + fd + "; (printf 'from a fork\\n' >&" + fd + "); printf 'two\\n' >&" + fd +
+    // bash's printf is a builtin: the same process; ( ... ) forks a subshell. (Not dash: its
+    // redirections stop at descriptor 9, and the channel is at RecordChannel::kChannelFloor.)
+    CHECK(channel.child_end() >= RecordChannel::kChannelFloor);
+    spec.argv = {"/bin/bash", "-c", "printf 'one\\n' >&" + fd + "; (printf 'from a fork\\n' >&" + fd + "); printf 'two\\n' >&" + fd +
                                       "; printf 'torn' >&" + fd};
     spec.cwd = dir.path;
     spec.environment = environment_with({});

@@ -1,14 +1,17 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "runs/pytest_command.hpp"
+#include "runs/sandbox.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::Env;
 using evgate::test::TempDir;
+using evgate::test::write_text;
 
 namespace {
 
@@ -44,8 +47,10 @@ TEST_CASE("every pytest process gets HOME, TMPDIR and the XDG base directories i
     const Env mpl("MPLCONFIGDIR", std::string("/home/ana/.mpl"));
     const Env runtime("XDG_RUNTIME_DIR", std::string("/run/user/1000"));
     const auto suite = suite_in(t.path);
+    const Env root("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
     const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "seed.0.log");
-    const auto sandbox = suite.evidence_dir / "sandbox" / "seed.0";
+    const auto sandbox = sandbox_of(suite, suite.evidence_dir / "logs" / "seed.0.log");
+    CHECK(sandbox.parent_path().parent_path() == t.path / "sandboxes");
     CHECK(value_of(spec, "HOME") == (sandbox / "home").string());
     CHECK(value_of(spec, "TMPDIR") == (sandbox / "tmp").string());
     CHECK(value_of(spec, "XDG_CONFIG_HOME") == (sandbox / "home/.config").string());
@@ -59,6 +64,7 @@ TEST_CASE("every pytest process gets HOME, TMPDIR and the XDG base directories i
 
 TEST_CASE("a suite that pins HOME keeps the XDG directories below its own HOME", "[pytest_command]") {
     TempDir t;
+    const Env sandboxes("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
     const Env config("XDG_CONFIG_HOME", std::string("/home/ana/.config"));
     const Env cache("XDG_CACHE_HOME", std::nullopt);
     const auto suite = suite_in(t.path, {"HOME=/srv/fixture-home", "XDG_DATA_HOME=/srv/data"});
@@ -75,6 +81,7 @@ TEST_CASE("a suite that pins HOME keeps the XDG directories below its own HOME",
 
 TEST_CASE("a PYTHONPATH in ENVIRONMENT is appended after the plugin's directory, never replacing it", "[pytest_command]") {
     TempDir t;
+    const Env sandboxes("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
     const Env inherited("PYTHONPATH", std::string("/from/ctest"));
     const auto suite = suite_in(t.path, {"PYTHONPATH=/corp/plugins:/corp/lib", "TZ=UTC"});
     const auto spec = pytest_process(suite, {}, suite.evidence_dir / "logs" / "seed.1.log");
@@ -103,4 +110,71 @@ TEST_CASE("the plugins evgate turns off come after the suite's own arguments, be
         CHECK(argv[static_cast<std::size_t>(at(off)) - 1] == "-p");
         CHECK(at(off) < at("tests"));
     }
+}
+
+TEST_CASE("every kind of run gets a sandbox of one short length, wherever the build tree is", "[sandbox]") {
+    TempDir t;
+    const Env tmpdir("TMPDIR", std::nullopt);
+    const Env root("EVIDENCE_GATE_SANDBOX_DIR", std::nullopt);
+    auto suite = suite_in(t.path / "builds/a-group/a-subgroup/a-project-with-a-long-name/build/tests/python");
+    std::set<std::size_t> lengths;
+    for (const char* id : {"receipt", "seed.0", "seed.12.rerun.3", "seed.12.rerun.3.apart", "first.117", "sweep.2.rerun.1",
+                           "localise/probe.41", "seed.3.fresh.2"}) {
+        const auto tmp = sandbox_of(suite, suite.evidence_dir / "logs" / (std::string(id) + ".log")) / "tmp";
+        lengths.insert(tmp.string().size());
+        CHECK(tmp.string().rfind("/tmp/evgate-", 0) == 0);
+        // Room for multiprocessing's pymp-XXXXXXXX/listener-XXXXXXXX and pytest's tmp_path below it.
+        CHECK(tmp.string().size() + 64 < 108);
+    }
+    CHECK(lengths.size() == 1);
+    // Two build trees never share one.
+    auto other = suite;
+    other.evidence_dir = t.path / "elsewhere";
+    CHECK(sandbox_of(other, other.evidence_dir / "logs/seed.0.log") != sandbox_of(suite, suite.evidence_dir / "logs/seed.0.log"));
+    remove_suite_sandboxes(suite);
+    remove_suite_sandboxes(other);
+}
+
+TEST_CASE("a short TMPDIR holds the sandbox root; a long one is passed over for /tmp", "[sandbox]") {
+    TempDir t;
+    const Env root("EVIDENCE_GATE_SANDBOX_DIR", std::nullopt);
+    fs::create_directories("/tmp/eg-short");
+    {
+        const Env tmpdir("TMPDIR", std::string("/tmp/eg-short"));
+        CHECK(sandbox_root().parent_path() == "/tmp/eg-short");
+    }
+    const auto deep = t.path / "a/very/long/temporary/directory";
+    fs::create_directories(deep);
+    const Env tmpdir("TMPDIR", deep.string());
+    CHECK(sandbox_root().parent_path() == "/tmp");
+    fs::remove_all("/tmp/eg-short");
+}
+
+TEST_CASE("a sandbox root that others can write is refused, naming the variable that moves it", "[sandbox]") {
+    TempDir t;
+    const auto open = t.path / "open";
+    fs::create_directories(open);
+    fs::permissions(open, fs::perms::all);
+    const Env root("EVIDENCE_GATE_SANDBOX_DIR", open.string());
+    CHECK_THROWS_WITH(sandbox_root(), Catch::Contains("the sandbox directory") && Catch::Contains("mode 0777") &&
+                                          Catch::Contains("EVIDENCE_GATE_SANDBOX_DIR"));
+}
+
+TEST_CASE("a run's sandbox is emptied at its start and removed at its end, whatever a test did to it", "[sandbox]") {
+    TempDir t;
+    const Env root("EVIDENCE_GATE_SANDBOX_DIR", (t.path / "sandboxes").string());
+    const auto suite = suite_in(t.path);
+    const auto log = suite.evidence_dir / "logs" / "seed.1.log";
+    const auto sandbox = sandbox_of(suite, log);
+    fs::create_directories(sandbox / "tmp/locked/inner");
+    write_text(sandbox / "tmp/locked/inner/file", "x");
+    write_text(sandbox / "home/.rc", "x");
+    fs::permissions(sandbox / "tmp/locked", fs::perms::none);
+    empty_sandbox(suite, log);
+    CHECK(fs::is_empty(sandbox / "tmp"));
+    CHECK(fs::is_empty(sandbox / "home"));
+    fs::create_directories(sandbox / "tmp/locked");
+    fs::permissions(sandbox / "tmp/locked", fs::perms::none);
+    remove_sandbox(suite, log);
+    CHECK_FALSE(fs::exists(sandbox));
 }

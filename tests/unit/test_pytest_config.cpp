@@ -49,6 +49,19 @@ TEST_CASE("the expected config is at ROOT or above; strays are below it", "[conf
     CHECK(stray_configs(t.root / "proj") == std::vector<std::string>{"src/pytest.ini", "tests/sub/tox.ini"});
 }
 
+TEST_CASE("a stray config warns only where it could re-root a collected test", "[config]") {
+    TempTree t;
+    t.write("third_party/lib/.git", "gitdir: ../../.git/modules/lib\n");  // a submodule's work tree
+    const auto sorted = sort_stray_configs(t.root,
+                                           {"docs/tox.ini", "tests/pytest.ini", "tests/unit/deep/setup.cfg",
+                                            "third_party/lib/setup.cfg", "third_party/lib/tests/pytest.ini"},
+                                           {"tests/unit/test_a.py", "tests/test_b.py", "test_top.py"});
+    CHECK(sorted.rerooting == std::vector<std::string>{"tests/pytest.ini"});
+    CHECK(sorted.ignored == std::vector<std::string>{"docs/tox.ini", "tests/unit/deep/setup.cfg", "third_party/lib/setup.cfg",
+                                                     "third_party/lib/tests/pytest.ini"});
+    CHECK(sorted.in_submodules == std::vector<std::string>{"third_party/lib/setup.cfg", "third_party/lib/tests/pytest.ini"});
+}
+
 TEST_CASE("thinning options are found in addopts, joined or separate", "[config]") {
     CHECK(thinning_options({"-m", "not slow", "-q", "-knot_this", "--ignore-glob=x*", "-p", "no:foo", "-p", "xdist"}) ==
           std::vector<std::string>{"-m not slow", "-k not_this", "--ignore-glob x*", "-p no:foo"});
@@ -109,7 +122,8 @@ TEST_CASE("options under which pytest calls no test are hollow, not thinning", "
     CHECK(thinning_options({"--setup-only"}).empty());
 }
 
-TEST_CASE("-o in the ini file's addopts is dropped, as pytest ignores it there", "[config]") {
+// (A case's name must not start with '-': CTest hands it to Catch as an argument.)
+TEST_CASE("an -o in the ini file's addopts is dropped, as pytest ignores it there", "[config]") {
     CHECK(thinning_options({"-o", "python_functions=test_ok", "-m", "fast"}, false) == std::vector<std::string>{"-m fast"});
     CHECK(thinning_options({"--override-ini=python_functions=test_ok"}, false).empty());
 }

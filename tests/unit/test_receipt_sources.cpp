@@ -69,6 +69,35 @@ TEST_CASE("sources: what pytest imported from beside ROOT is named relative to R
           std::vector<std::string>{"tests/test_a.py"});
 }
 
+TEST_CASE("sources: the binaries under test, DEPENDS files and modules imported from a build tree", "[receipt_sources]") {
+    const Monorepo repo;
+    write_text(repo.top / "build/ext/pygeo.cpython-311-x86_64-linux-gnu.so", "module, first build");
+    write_text(repo.top / "build/lib/libgeo.so", "library");
+    write_text(repo.top / "venv/lib/numpy.so", "installed");
+    const auto module = repo.top / "build/ext/pygeo.cpython-311-x86_64-linux-gnu.so";
+    const std::vector<std::string> imported = {module.string(), (repo.top / "build/ext/module.py").string(),
+                                               (repo.top / "venv/lib/numpy.so").string()};
+    const std::vector<DependsFile> depends = {{"geo", repo.top / "build/lib/libgeo.so"}, {"missing", repo.top / "build/none.so"}};
+    const auto list = [&] { return list_sources({repo.root, repo.top, {}}, {guarded("tests/test_a.py", "sha256:a")}, imported, depends); };
+    const auto before = list();
+    REQUIRE(before.built.size() == 3);
+    CHECK(before.built[0].path == "<build>/ext/pygeo.cpython-311-x86_64-linux-gnu.so");
+    CHECK(before.built[0].target.empty());
+    CHECK(before.built[0].size == 19);
+    CHECK(before.built[0].digest.rfind("sha256:", 0) == 0);
+    CHECK(before.built[1].path == "<build>/lib/libgeo.so");
+    CHECK(before.built[1].target == "geo");
+    CHECK(before.built[2].path == "<build>/none.so");
+    CHECK(before.built[2].digest == "absent");
+    // The generated .py and the installed module are no sources; the binaries are in the listing.
+    CHECK(paths(before) == std::vector<std::string>{"<build>/ext/pygeo.cpython-311-x86_64-linux-gnu.so", "<build>/lib/libgeo.so",
+                                                    "<build>/none.so", "tests/test_a.py"});
+    write_text(module, "module, rebuilt");
+    const auto after = list();
+    CHECK(after.digest != before.digest);
+    CHECK(compare_sources(before, after).changed == std::vector<std::string>{"<build>/ext/pygeo.cpython-311-x86_64-linux-gnu.so"});
+}
+
 TEST_CASE("sources: an edit outside ROOT changes the digest, and the difference names the file", "[receipt_sources]") {
     const Monorepo repo;
     const std::vector<std::string> imported = {(repo.top / "lib/helper.py").string()};

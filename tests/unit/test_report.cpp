@@ -159,7 +159,7 @@ TEST_CASE("blocking rows come first, then deferred ones, then the heat map", "[r
     CHECK(heat.find("t::blocks") < heat.find("t::deferred"));
     CHECK(heat.find("t::deferred") < heat.find("<details>"));
     CHECK(heat.find("<details>") < heat.find("t::passes"));
-    CHECK_THAT(heat, Catch::Contains("<summary>1 passing tests (stable or skipped)</summary>"));
+    CHECK_THAT(heat, Catch::Contains("<summary>1 passing test (stable or skipped)</summary>"));
 }
 
 TEST_CASE("a blocking suite check is listed with the blocking rows and blocks the page", "[report]") {
@@ -168,8 +168,27 @@ TEST_CASE("a blocking suite check is listed with the blocking rows and blocks th
     const auto html = report_html(f.in());
     CHECK_THAT(section(html, "blocking"), Catch::Contains("run:seed.1<span class=tag>suite check</span>"));
     CHECK_THAT(html, Catch::Contains("<span class=\"status BLOCKED\">BLOCKED</span>"));
-    CHECK_THAT(html, Catch::Contains("1 tests over 2 runs: 0 block, 0 defer, 1 pass; 1 suite check(s) block"));
+    CHECK_THAT(html, Catch::Contains("1 test over 1 run: 0 block, 0 defer, 1 pass; 1 suite check blocks"));
     CHECK(section(html, "heatmap").find("run:seed.1") == std::string::npos);
+}
+
+TEST_CASE("the page opens with what blocks; warnings in the open, passing suite checks folded", "[report]") {
+    Fixture f;
+    f.rows.push_back(suite_check("run:seed.0", "stable", "pass"));
+    auto warning = suite_check("stray-config:tests/pytest.ini", "stable", "pass");
+    warning.warning = true;
+    f.rows.push_back(warning);
+    f.rows.push_back(suite_check("run:seed.1", "interrupted", "block"));
+    const auto html = report_html(f.in());
+    CHECK(html.find("<section id=blocking>") < html.find("<section id=deferred>"));
+    CHECK(html.find("<section id=deferred>") < html.find("<section id=summary>"));
+    const auto summary = section(html, "summary");
+    CHECK_THAT(summary, Catch::Contains("<h3>1 suite check warns</h3>"));
+    CHECK(summary.find("stray-config:tests/pytest.ini") < summary.find("<details class=passing-checks>"));
+    CHECK_THAT(summary, Catch::Contains("<details class=passing-checks><summary>2 suite checks pass (1 blocking: above)</summary>"));
+    CHECK(summary.find("run:seed.0") > summary.find("<details class=passing-checks>"));
+    CHECK(summary.find("run:seed.1") == std::string::npos);  // among the blocking rows
+    CHECK(html.find("<details open") == std::string::npos);
 }
 
 TEST_CASE("the summary counts gates and verdicts", "[report]") {

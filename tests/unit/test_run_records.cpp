@@ -187,3 +187,26 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
     CHECK_THROWS_WITH(parse_run_records(R"({"event":"outside","changed":[]})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'phase'");
     CHECK_THROWS_WITH(parse_run_records(R"({"event":"order"})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'reason'");
 }
+
+TEST_CASE("a line on the record channel that is not a record becomes a noise record naming the running test", "[run_records]") {
+    const auto start = check_channel_line(R"({"event":"start","test":"t::a"})");
+    CHECK(start.record);
+    CHECK(start.event == RunRecord::Event::start);
+    CHECK(start.test == "t::a");
+    CHECK(check_channel_line(R"({"event":"result","test":"t::a","outcome":"passed","dirty":[]})").event == RunRecord::Event::result);
+    // What a test writes there by habit (TAP's "# ..." on descriptor 3), or JSON that is no record.
+    for (const char* noise : {"# debug: connecting", "", "{not json}", R"({"debug":1})", R"(["event","start"])",
+                              R"({"event":"result"})", R"({"event":"wave"})"})
+        CHECK_FALSE(check_channel_line(noise).record);
+
+    const auto record = noise_record(std::string("# debug\x01 ") + std::string(200, 'x'), "t::a");
+    CHECK(check_channel_line(record).record);  // the replacement is a record itself
+    const auto run = parse_run_records(record + "\n", "seed.0.jsonl");
+    REQUIRE(run.doubts.size() == 1);
+    CHECK(run.doubts.front().check == "channel");
+    CHECK_THAT(run.doubts.front().reason, Catch::StartsWith("t::a wrote, on the run's record channel, a line that is not a record: "
+                                                            "209 bytes, '# debug  xxx") &&
+                                              Catch::Contains("...'"));
+    const auto between = parse_run_records(noise_record("stray", "") + "\n", "seed.0.jsonl");
+    CHECK_THAT(between.doubts.front().reason, Catch::StartsWith("between tests, on the run's record channel"));
+}

@@ -125,3 +125,117 @@ TEST_CASE("a failure seen only beside other runs, gone when they were done again
     CHECK(gap.verdict == Verdict::portability_gap);
     CHECK_THAT(gap.reason, Catch::Contains("went beside other runs (perturbed)"));
 }
+
+namespace {
+
+Attempt forked(Attempt a) {
+    a.fork = true;
+    return a;
+}
+
+Attempt fresh(std::string run, std::string order, std::string outcome, std::vector<std::string> dirty = {}) {
+    auto a = attempt(std::move(run), std::move(order), std::move(outcome), std::move(dirty));
+    a.fresh = true;
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("fresh processes needed to set forks' failures aside grow as the forks fail less often", "[triage]") {
+    using evgate::fresh_runs_needed;
+    CHECK(fresh_runs_needed(0, 5) == 0);
+    CHECK(fresh_runs_needed(3, 3) == 2);  // failed every time: two fresh processes that agree
+    CHECK(fresh_runs_needed(2, 3) == 3);  // (1/3)^3 < 0.05
+    CHECK(fresh_runs_needed(1, 2) == 5);  // (1/2)^5 < 0.05 <= (1/2)^4
+    CHECK(fresh_runs_needed(1, 10) > evgate::kMostFreshRuns);  // rare: fresh processes cannot tell at a fair cost
+}
+
+TEST_CASE("a test that failed only in forks and passes in fresh processes of that order is fork-sensitive, not flaky", "[triage]") {
+    // A token stamped at import: the first fork passes, later ones fail.
+    const std::vector<Attempt> attempts = {forked(seed(0, "passed")), forked(seed(1, "passed")),
+                                           forked(attempt("seed.1.rerun.1", "seed.1", "failed")),
+                                           forked(attempt("seed.1.rerun.2", "seed.1", "failed")),
+                                           fresh("seed.1.fresh.1", "seed.1", "passed"),
+                                           fresh("seed.1.fresh.2", "seed.1", "passed"),
+                                           fresh("seed.1.fresh.3", "seed.1", "passed")};
+    const auto forks_only = classify({attempts.begin(), attempts.begin() + 4});
+    CHECK(forks_only.verdict == Verdict::flaky);
+    CHECK_FALSE(forks_only.fork_sensitive);
+    const auto c = classify(attempts);
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.fork_sensitive);
+    CHECK_THAT(c.reason, Catch::Contains("fork-sensitive") && Catch::Contains("seed.1.rerun.1") &&
+                             Catch::Contains("seed.1.fresh.1") && Catch::Contains("state taken when the collection imported it"));
+}
+
+TEST_CASE("forks are not set aside on too few fresh passes, a fresh failure, or a process that failed too", "[triage]") {
+    const std::vector<Attempt> base = {forked(seed(1, "passed")), forked(attempt("seed.1.rerun.1", "seed.1", "failed")),
+                                       forked(attempt("seed.1.rerun.2", "seed.1", "failed"))};
+    auto two = base;  // 2 of 3 failed: three fresh passes are needed
+    two.push_back(fresh("seed.1.fresh.1", "seed.1", "passed"));
+    two.push_back(fresh("seed.1.fresh.2", "seed.1", "passed"));
+    CHECK(classify(two).verdict == Verdict::flaky);
+    auto fails_fresh = two;
+    fails_fresh.push_back(fresh("seed.1.fresh.3", "seed.1", "failed"));
+    CHECK(classify(fails_fresh).verdict == Verdict::flaky);
+    CHECK_FALSE(classify(fails_fresh).fork_sensitive);
+    auto process_failed = two;
+    process_failed.push_back(fresh("seed.1.fresh.3", "seed.1", "passed"));
+    process_failed.push_back(attempt("seed.2", "seed.2", "failed"));  // a run that was a process all along
+    CHECK_FALSE(classify(process_failed).fork_sensitive);
+}
+
+TEST_CASE("an order dependence seen only in forks is fork-sensitive when fresh processes of the failing order pass", "[triage]") {
+    const std::vector<Attempt> attempts = {forked(seed(0, "passed")), forked(seed(3, "failed")),
+                                           forked(attempt("seed.3.rerun.1", "seed.3", "failed")),
+                                           fresh("seed.3.fresh.1", "seed.3", "passed"), fresh("seed.3.fresh.2", "seed.3", "passed")};
+    const auto c = classify(attempts);
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.fork_sensitive);
+    // The same in fresh processes: a real order dependence.
+    auto real = attempts;
+    real[3].outcome = real[4].outcome = "failed";
+    CHECK(classify(real).verdict == Verdict::order_dependent);
+    CHECK_FALSE(classify(real).fork_sensitive);
+}
+
+TEST_CASE("a change a test does not make alone in a fresh process is not blamed on it", "[triage]") {
+    const std::vector<Attempt> attempts = {attempt("seed.0", "seed.0", "passed", {"data"}), attempt("seed.1", "seed.1", "passed", {"data"}),
+                                           attempt("seed.2", "seed.2", "passed"), fresh("first.2.fresh.1", "alone", "passed")};
+    const auto c = classify(attempts);
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.dirty.empty());
+    CHECK(c.unattributed == std::vector<std::string>{"data"});
+    CHECK(c.unattributed_in == std::vector<std::string>{"seed.0", "seed.1"});
+    CHECK_THAT(c.reason, Catch::Contains("not blamed for changing data") && Catch::Contains("first.2.fresh.1"));
+    // Alone, it changes the group: a polluter.
+    auto own = attempts;
+    own.back().dirty = {"data"};
+    const auto polluter = classify(own);
+    CHECK(polluter.verdict == Verdict::polluter);
+    CHECK(polluter.unattributed.empty());
+    // Not replayed alone yet: a polluter, as the runs show.
+    CHECK(classify({attempts.begin(), attempts.begin() + 3}).verdict == Verdict::polluter);
+}
+
+TEST_CASE("a test that fails only beside other runs, and passes each time they are done again alone, collides", "[triage]") {
+    const auto beside = [](std::string run, std::string order, std::string outcome) {
+        auto a = attempt(std::move(run), std::move(order), std::move(outcome));
+        a.beside = true;
+        return a;
+    };
+    const std::vector<Attempt> once = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
+                                       seed(1, "passed")};
+    CHECK(classify(once).verdict == Verdict::flaky);  // once is chance as much as a collision
+    CHECK_FALSE(classify(once).collides);
+    const std::vector<Attempt> twice = {beside("seed.0", "seed.0", "failed"), attempt("seed.0.apart", "seed.0", "passed"),
+                                        beside("seed.2", "seed.2", "failed"), attempt("seed.2.apart", "seed.2", "passed"),
+                                        seed(1, "passed")};
+    const auto c = classify(twice);
+    CHECK(c.verdict == Verdict::stable);
+    CHECK(c.collides);
+    CHECK_THAT(c.reason, Catch::Contains("collides with another copy of itself") && Catch::Contains("seed.2.apart"));
+    auto alone_too = twice;
+    alone_too.push_back(seed(3, "failed"));  // it fails with nothing beside it too
+    CHECK_FALSE(classify(alone_too).collides);
+}

@@ -80,10 +80,26 @@ TEST_CASE("each verdict's rule reads what the attempts show, and only its own ve
         CHECK(v.rule(died).has_value() == (v.verdict == Verdict::stable || v.verdict == Verdict::interrupted));
         CHECK(v.rule(gap).has_value() == (v.verdict == Verdict::stable || v.verdict == Verdict::portability_gap));
     }
-    CHECK(info(Verdict::stable).rule(passed) == std::optional<std::string>("passes in every run (2)"));
+    CHECK(info(Verdict::stable).rule(passed) == std::optional<std::string>("passes in every run (2 runs)"));
     CHECK(info(Verdict::interrupted).rule(died) ==
           std::optional<std::string>("the interpreter died or was killed while it ran (in seed.2)"));
     CHECK(info(Verdict::portability_gap).rule(gap) == std::optional<std::string>("passes in every local run but fails in ci:seed.0"));
+}
+
+TEST_CASE("a reason counts the runs the row's outcomes list, perturbed and runners too", "[verdict_table]") {
+    Observations failed;  // a one-test suite: seed.0, its rerun alone, and the perturbed run
+    failed.runs_by_class["fail"] = {"seed.0", "alone.1"};
+    failed.classes_by_order = {{"seed.0", {"fail"}}};
+    failed.alone_tried = true;
+    failed.remote_runs_by_class["fail"] = {"perturbed"};
+    CHECK(info(Verdict::failing).rule(failed) == std::optional<std::string>("fails in every run (3 runs, alone too)"));
+    failed.remote_runs_by_class = {{"pass", {"perturbed"}}};
+    CHECK(info(Verdict::failing).rule(failed) ==
+          std::optional<std::string>("fails in every local run (2 of 3 runs, alone too; not on every other column)"));
+    Observations once;
+    once.runs_by_class["pass"] = {"seed.0"};
+    once.classes_by_order = {{"seed.0", {"pass"}}};
+    CHECK(info(Verdict::stable).rule(once) == std::optional<std::string>("passes in every run (1 run)"));
 }
 
 TEST_CASE("evgate verdicts: the table as JSON, every field the tests and tools read", "[verdict_table]") {

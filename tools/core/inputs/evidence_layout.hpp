@@ -39,11 +39,11 @@ inline constexpr char kRuns[] = "runs";          // every run of the invocation:
 inline constexpr char kReplay[] = "replay";      // the same for `evgate replay`
 inline constexpr char kLocaliseRuns[] = "localise";  // the same for the localise step's partner search
 inline constexpr char kLogs[] = "logs";          // pytest's output: <run id>.log, receipt.log, discover.log, manifest.log
-inline constexpr char kSandbox[] = "sandbox";    // sandbox/<run id>/: each pytest process's own HOME and TMPDIR
-inline constexpr char kPerturbed[] = "perturbed";  // the perturbed run's HOME and TMPDIR
-inline constexpr char kHome[] = "home";          // HOME inside sandbox/<run id>/ and perturbed/
+// Each pytest process's HOME and TMPDIR are outside the evidence directory (runs/sandbox.hpp).
+inline constexpr char kHome[] = "home";          // HOME inside a process's sandbox
 inline constexpr char kTmp[] = "tmp";            // TMPDIR beside it
 inline constexpr char kPycache[] = "pycache";    // PYTHONPYCACHEPREFIX: bytecode, never beside the sources
+inline constexpr char kBytecodeStamp[] = ".evidence-gate-verified";  // in pycache/: when the plugin last checked it
 inline constexpr char kFixtures[] = "fixtures";  // the fixture store of this build tree (below)
 
 // --- In a runs folder (runs/, replay/, localise/): a run's files, named after its id -------------
@@ -62,6 +62,7 @@ inline std::string collection_name(const std::string& purpose) { return purpose 
 inline constexpr char kGitScratch[] = "git.out";         // git's output while the receipt reads the git state
 inline constexpr char kFromPythonSuffix[] = ".python";   // <manifest>.python: the manifest as Python wrote it
 inline constexpr char kForkServer[] = "fork-server.json";  // the server the receipt's pytest forked, or why none
+inline constexpr char kForksDeclined[] = "forks.declined";  // why no run of the invocation forks any more (fork_session.hpp)
 
 // --- In fixtures/ (fixtures/fixture_store.hpp) ---------------------------------------------------
 namespace fixtures {

@@ -74,6 +74,31 @@ std::vector<std::string> stray_configs(const fs::path& root) {
     return found;
 }
 
+StrayConfigs sort_stray_configs(const fs::path& root, const std::vector<std::string>& strays,
+                                const std::vector<std::string>& test_files) {
+    std::set<std::string> test_dirs;  // every directory at or above a test's file, below ROOT
+    for (const auto& file : test_files)
+        for (auto dir = fs::path(file).lexically_normal().parent_path(); !dir.empty(); dir = dir.parent_path())
+            if (!test_dirs.insert(dir.generic_string()).second) break;  // its parents are in already
+    StrayConfigs sorted;
+    std::error_code ec;
+    for (const auto& stray : strays) {
+        const auto dir = fs::path(stray).parent_path();
+        if (test_dirs.count(dir.generic_string())) {
+            sorted.rerooting.push_back(stray);
+            continue;
+        }
+        sorted.ignored.push_back(stray);
+        for (auto up = dir; !up.empty(); up = up.parent_path()) {
+            if (fs::exists(root / up / ".git", ec)) {
+                sorted.in_submodules.push_back(stray);
+                break;
+            }
+        }
+    }
+    return sorted;
+}
+
 namespace {
 
 // pytest's short options that take a value, and those that do not (`-qk x` is `-q -k x`).

@@ -22,6 +22,21 @@ std::optional<std::filesystem::path> expected_config(const std::filesystem::path
 // directories, __pycache__, virtual environments and CMake build trees are not searched.
 std::vector<std::string> stray_configs(const std::filesystem::path& root);
 
+// Stray config files split by whether they could re-root this suite's collection: pytest run on
+// a test of the suite (or started in its directory) takes the first config file at or above the
+// test's directory, so only a stray file in such a directory could. The others (a vendored
+// library's setup.cfg, a git submodule's pytest.ini, a docs folder's tox.ini) concern other
+// suites.
+struct StrayConfigs {
+    std::vector<std::string> rerooting;      // in a directory at or above a collected test
+    std::vector<std::string> ignored;        // the rest
+    std::vector<std::string> in_submodules;  // of `ignored`, those below a nested git work tree (a submodule)
+};
+// `strays` as stray_configs() gives them; `test_files`: the collected tests' files (and the files
+// of collection errors), relative to ROOT.
+StrayConfigs sort_stray_configs(const std::filesystem::path& root, const std::vector<std::string>& strays,
+                                const std::vector<std::string>& test_files);
+
 // One option in a pytest argument list, read the way pytest's own parser (argparse, no
 // abbreviations) reads it: `-kx`, `-k x`, `-k=x`, `-qk x`, `--deselect=x`, `--deselect x`.
 struct PytestOption {

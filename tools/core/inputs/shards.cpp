@@ -112,6 +112,15 @@ bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t 
     return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
 }
 
+bool repeat_left_out(const Receipt& receipt, const std::string& run_id) {
+    const auto repeat = receipt.orders.repeats.find(run_id);
+    if (repeat == receipt.orders.repeats.end()) return false;
+    const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;
+    if (!shard) return true;
+    const auto& earlier = repeat->second;  // "seed.<k>"
+    return runs_here(*shard, earlier, std::stoull(earlier.substr(earlier.find('.') + 1)));
+}
+
 std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
     std::vector<ForeignShard> foreign;
     if (!fs::exists(suite.manifest_file())) return foreign;

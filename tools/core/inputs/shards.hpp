@@ -37,6 +37,12 @@ std::vector<std::filesystem::path> handed_evidence();
 // Does the run (seed.s, perturbed) belong to `shard`?
 bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed);
 
+// Whether this job leaves out the run `run_id` because its order is one an earlier seed runs
+// (the receipt's `orders`): always without shards, and in the merge job, which gates the orders
+// once; in a shard only when that earlier seed is the shard's own too, so that every shard's
+// gate has runs of its own (a one-test suite split in two has one order for two shards).
+bool repeat_left_out(const Receipt& receipt, const std::string& run_id);
+
 // A shard whose environment differs from this job's where it matters (packages, locale and
 // timezone, filesystem case, Python minor version) is not pooled as local runs: its runs
 // become a runner column named after its host, and the gate says so.

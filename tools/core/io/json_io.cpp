@@ -168,17 +168,17 @@ bool FieldCapture::Bool(bool b) {
 }
 
 bool FieldCapture::Integer(std::int64_t number) {
-    if (auto* field = value(JsonField::Kind::integer)) field->integer = number;
+    if (auto* field = value(JsonField::Kind::integer)) field->integer = number, field->number = static_cast<double>(number);
     return true;
 }
 
 bool FieldCapture::Uint64(std::uint64_t u) {
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return Double(0);
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return Double(static_cast<double>(u));
     return Integer(static_cast<std::int64_t>(u));
 }
 
-bool FieldCapture::Double(double) {
-    value(JsonField::Kind::number);
+bool FieldCapture::Double(double d) {
+    if (auto* field = value(JsonField::Kind::number)) field->number = d;
     return true;
 }
 

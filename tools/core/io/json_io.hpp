@@ -106,6 +106,7 @@ struct JsonField {
     Kind kind = Kind::absent;
     bool boolean = false;
     std::int64_t integer = 0;  // Kind::integer: a whole number that fits 64 bits, as RapidJSON's IsInt64
+    double number = 0;         // Kind::number, and Kind::integer as a double
     std::string_view text;
     std::vector<std::string_view> items;
     bool only_strings = true;  // every item of the list, or every value of the object, is a string

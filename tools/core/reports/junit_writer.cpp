@@ -1,6 +1,7 @@
 #include "reports/junit_writer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <unordered_map>
@@ -77,21 +78,44 @@ std::string host_of(const Attempt& a, const JUnitContext& context) {
     return a.column == Column::perturbed ? context.host + " (perturbed)" : context.host;
 }
 
-std::string where_it_ran(const Attempt& a, const RunFacts* facts, const JUnitContext& context) {
+// Seconds as JUnit writes them: "0.012".
+std::string seconds_text(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", seconds);
+    return text;
+}
+
+// The middle of a test's attempts' durations (the mean of the two middle ones for an even
+// count): what one run of the test takes, unmoved by one slow attempt on a loaded machine.
+double median(const std::vector<std::pair<std::size_t, double>>& times) {
+    std::vector<double> seconds;
+    seconds.reserve(times.size());
+    for (const auto& t : times) seconds.push_back(t.second);
+    if (seconds.empty()) return 0;
+    const auto middle = seconds.size() / 2;
+    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(middle), seconds.end());
+    if (seconds.size() % 2 != 0) return seconds[middle];
+    const double upper = seconds[middle];
+    return (upper + *std::max_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(middle))) / 2;
+}
+
+std::string where_it_ran(const Attempt& a, const RunFacts* facts, const JUnitContext& context, std::optional<double> seconds) {
     std::string text = "run " + a.run + ", order " + a.order;
     if (facts != nullptr && facts->seed) text += " (seed " + std::to_string(*facts->seed) + ")";
-    return text + ", host " + host_of(a, context);
+    text += ", host " + host_of(a, context);
+    return seconds ? text + ", " + seconds_text(*seconds) + " s" : text;
 }
 
 // One attempt that did not pass, in Surefire's form: a <rerun*> under a failing case, a
 // <flaky*> under one that passes; Failure for a failed call, Error for anything else.
-void attempt_element(XmlOut& xml, const Attempt& a, bool blocked, const RunFacts* facts, const JUnitContext& context) {
+void attempt_element(XmlOut& xml, const Attempt& a, bool blocked, const RunFacts* facts, const JUnitContext& context,
+                     std::optional<double> seconds) {
     const std::string tag = std::string(blocked ? "rerun" : "flaky") + (a.outcome == "failed" ? "Failure" : "Error");
     xml.raw("<" + tag);
     xml.attribute("type", a.outcome);
     xml.attribute("message", a.run + ": " + a.outcome + (a.message.empty() ? "" : ": " + a.message));
     xml.raw("><stackTrace>");
-    xml.text((a.message.empty() ? a.outcome : a.message) + "\n" + where_it_ran(a, facts, context));
+    xml.text((a.message.empty() ? a.outcome : a.message) + "\n" + where_it_ran(a, facts, context, seconds));
     xml.raw("</stackTrace></" + tag + ">\n");
 }
 
@@ -99,6 +123,16 @@ std::string joined(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
     return out;
+}
+
+// Run id -> seconds of each attempt that has a duration.
+std::string times_json(const std::vector<std::pair<std::size_t, double>>& times, const RunMatrix& runs) {
+    std::string text = "{";
+    for (const auto& [run, seconds] : times) {
+        if (text.size() > 1) text += ",";
+        text += json_string(runs.runs()[run].plan.id) + ":" + seconds_text(seconds);
+    }
+    return text + "}";
 }
 
 std::string outcomes_json(const Outcomes& outcomes) {
@@ -126,14 +160,18 @@ public:
     CaseWriter(XmlOut& xml, const RunMatrix& runs, const JUnitContext& context)
         : xml_(xml), runs_(runs), context_(context), facts_(run_facts(runs)) {}
 
-    void test(const LedgerRow& row) {
+    void test(const LedgerRow& row, const std::vector<std::pair<std::size_t, double>>& times) {
         const auto address = junit_address(row.test);
         const bool blocked = row.gate == Gate::block;
         std::vector<Attempt> bad;
         if (std::any_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return differed(o.second); }))
             for (auto& a : runs_.attempts(row.test))
                 if (differed(a.outcome)) bad.push_back(std::move(a));
-        open(address.classname, address.name);
+        const auto seconds_in = [&](const std::string& run) -> std::optional<double> {
+            const auto it = std::find_if(times.begin(), times.end(), [&](const auto& t) { return runs_.runs()[t.first].plan.id == run; });
+            return it == times.end() ? std::nullopt : std::optional<double>(it->second);
+        };
+        open(address.classname, address.name, median(times));
         xml_.raw("<properties>\n");
         xml_.property("node_id", row.test);
         common_properties(row);
@@ -146,23 +184,24 @@ public:
         xml_.property("host", context_.host);
         if (row.reproduce) xml_.property("reproduce", *row.reproduce);
         xml_.property("outcomes", outcomes_json(row.outcomes));
+        if (!times.empty()) xml_.property("times", times_json(times, runs_));
         xml_.raw("</properties>\n");
         if (blocked) failure(row);
         for (const auto& a : bad)
-            if (a.outcome == "failed") attempt_element(xml_, a, blocked, facts(a.run), context_);
+            if (a.outcome == "failed") attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         if (reported_skipped(row)) {
             xml_.raw("<skipped");
             xml_.attribute("message", "skipped in every run: " + row.reason);
             xml_.raw("/>\n");
         }
         for (const auto& a : bad)
-            if (a.outcome != "failed") attempt_element(xml_, a, blocked, facts(a.run), context_);
+            if (a.outcome != "failed") attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         close(row);
     }
 
     // A blocking suite row, so that CI pages show why the gate blocked beyond the tests.
     void check(const LedgerRow& row) {
-        open(junit_suite_class(context_.suite), row.test);
+        open(junit_suite_class(context_.suite), row.test, 0);
         xml_.raw("<properties>\n");
         xml_.property("scope", "suite");
         common_properties(row);
@@ -182,11 +221,12 @@ private:
         return it == facts_.end() ? nullptr : &it->second;
     }
 
-    void open(const std::string& classname, const std::string& name) {
+    void open(const std::string& classname, const std::string& name, double seconds) {
         xml_.raw("<testcase");
         xml_.attribute("classname", classname);
         xml_.attribute("name", name);
-        xml_.raw(" time=\"0.000\">\n");  // the ledger keeps no durations
+        xml_.attribute("time", seconds_text(seconds));
+        xml_.raw(">\n");
     }
 
     void common_properties(const LedgerRow& row) {
@@ -250,13 +290,22 @@ void write_document(const std::vector<LedgerRow>& rows, const RunMatrix& runs, c
                     const std::function<void(std::string_view)>& flush) {
     XmlOut xml(flush);
     const auto counts = count(rows);
+    // Each case's time is the median of its attempts; the suite's, their sum (as pytest's is the
+    // time its one run took): known before the first case is written.
+    std::vector<std::vector<std::pair<std::size_t, double>>> times(rows.size());
+    double total = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i].suite_scope) continue;
+        times[i] = runs.durations(rows[i].test);
+        total += median(times[i]);
+    }
     xml.raw("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<testsuites>\n<testsuite");
     xml.attribute("name", context.suite);
     xml.attribute("errors", "0");
     xml.attribute("failures", std::to_string(counts.failures));
     xml.attribute("skipped", std::to_string(counts.skipped));
     xml.attribute("tests", std::to_string(counts.tests));
-    xml.attribute("time", "0.000");
+    xml.attribute("time", seconds_text(total));
     xml.attribute("timestamp", iso_time(context.time));
     xml.attribute("hostname", context.host);
     xml.raw(">\n<properties>\n");
@@ -271,8 +320,8 @@ void write_document(const std::vector<LedgerRow>& rows, const RunMatrix& runs, c
     CaseWriter cases(xml, runs, context);
     for (const auto& row : rows)
         if (row.suite_scope && row.gate == Gate::block) cases.check(row);
-    for (const auto& row : rows)
-        if (!row.suite_scope) cases.test(row);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (!rows[i].suite_scope) cases.test(rows[i], times[i]);
     xml.raw("</testsuite>\n</testsuites>\n");
     xml.finish();
 }

@@ -7,6 +7,7 @@
 #include "reports/assets.hpp"
 #include "reports/markup.hpp"
 #include "reports/report_parts.hpp"
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 namespace {
@@ -142,8 +143,8 @@ std::pair<std::vector<HeatLine>, RowRefs> heat_rows(const ReportInput& input) {
 void html_heat_map(std::string& out, const ReportInput& input, const std::vector<std::string>& columns) {
     ColumnFinder index(columns);
     const auto [attention, passing] = heat_rows(input);
-    out += "<section id=heatmap><h2>Heat map: " + std::to_string(attention.size() + passing.size()) + " tests &times; " +
-           std::to_string(columns.size()) + " runs</h2>";
+    out += "<section id=heatmap><h2>Heat map: " + counted(attention.size() + passing.size(), "test") + " &times; " +
+           counted(columns.size(), "run") + "</h2>";
     const auto legend_at = out.size();  // the legend names only the outcomes the map shows: written after it
     bool other_seen = false;
     std::vector<const OutcomeStyle*> cells(columns.size());  // one row's, reused
@@ -155,7 +156,7 @@ void html_heat_map(std::string& out, const ReportInput& input, const std::vector
         out += "</tbody></table>";
     }
     if (!passing.empty()) {
-        out += "<details><summary>" + std::to_string(passing.size()) + " passing tests (stable or skipped)</summary>";
+        out += "<details><summary>" + counted(passing.size(), "passing test") + " (stable or skipped)</summary>";
         heat_head(out, columns);
         for (const auto* row : passing) heat_row(out, *row, index, cells, other_seen);
         out += "</tbody></table></details>";

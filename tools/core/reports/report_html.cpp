@@ -1,5 +1,5 @@
-// report.html: the page around the heat map (report_heat_map.cpp): the summary, the rows that
-// block or defer, manifest drift, the receipt.
+// report.html: the page around the heat map (report_heat_map.cpp): the rows that block or defer
+// first, then the summary and the suite checks, manifest drift, the receipt.
 #include <algorithm>
 
 #include <gsl/gsl>
@@ -8,6 +8,7 @@
 #include "reports/markup.hpp"
 #include "reports/report_extras.hpp"
 #include "reports/report_parts.hpp"
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 namespace {
@@ -20,43 +21,58 @@ void tile(std::string& out, const std::string& count, std::string_view label, st
     out += "</div>";
 }
 
-void html_header(std::string& out, const ReportInput& input, std::size_t runs) {
+void html_header(std::string& out, const ReportInput& input) {
     const auto& s = *input.summary;
     out += "<header><h1>Evidence Gate: ";
     escape_html(out, input.suite);
     out.append("<span class=\"status ").append(s.decision()).append("\">").append(s.decision()).append("</span></h1>");
-    html_element(out, "p", summary_line(s, runs), "lede");
-    out += "<nav><a href=\"#summary\">Summary</a><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a>"
+    html_element(out, "p", summary_line(s), "lede");
+    out += "<nav><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a><a href=\"#summary\">Summary</a>"
            "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
            "</header>";
 }
 
-void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const GateSummary& s) {
-    const bool notable = std::any_of(rows.begin(), rows.end(),
-                                     [](const LedgerRow& r) { return r.suite_scope && (r.gate != Gate::pass || r.warning); });
-    out.append(notable ? "<details open>" : "<details>").append("<summary>");
-    out.append(std::to_string(s.checks) + " suite checks, " + std::to_string(s.suite_blocks) + " blocking");
-    out += "</summary><table class=rows><thead><tr><th>check</th><th>verdict</th><th>gate</th><th>reason</th></tr></thead><tbody>";
-    for (const auto& row : rows) {
-        if (!row.suite_scope) continue;
-        out.append("<tr class=\"").append(gate_class(row.gate)).append("\">");
-        html_element(out, "td", row.test, "id");
-        html_element(out, "td", to_string(row.verdict), "verdict");
-        html_element(out, "td", row.warning ? "warning" : to_string(row.gate));
-        html_element(out, "td", row.reason);
+void check_rows(std::string& out, const std::vector<const LedgerRow*>& rows) {
+    out += "<table class=rows><thead><tr><th>check</th><th>verdict</th><th>gate</th><th>reason</th></tr></thead><tbody>";
+    for (const auto* row : rows) {
+        out.append("<tr class=\"").append(gate_class(row->gate)).append("\">");
+        html_element(out, "td", row->test, "id");
+        html_element(out, "td", to_string(row->verdict), "verdict");
+        html_element(out, "td", row->warning ? "warning" : to_string(row->gate));
+        html_element(out, "td", row->reason);
         out += "</tr>";
     }
-    out += "</tbody></table></details>";
+    out += "</tbody></table>";
 }
 
-void html_summary(std::string& out, const ReportInput& input, std::size_t runs) {
+// The suite checks after the rows that need a look: those that warn in the open, those that
+// pass folded away (a dozen run rows would push everything else off the screen); those that
+// block are among the blocking rows above.
+void suite_checks(std::string& out, const std::vector<LedgerRow>& rows, const GateSummary& s) {
+    std::vector<const LedgerRow*> warnings, passing;
+    for (const auto& row : rows) {
+        if (!row.suite_scope || row.gate == Gate::block) continue;
+        (row.warning ? warnings : passing).push_back(&row);
+    }
+    if (!warnings.empty()) {
+        out += "<h3>" + counted(warnings.size(), "suite check") + (warnings.size() == 1 ? " warns" : " warn") + "</h3>";
+        check_rows(out, warnings);
+    }
+    out += "<details class=passing-checks><summary>" + counted(passing.size(), "suite check") + " " +
+           (passing.size() == 1 ? "passes" : "pass") +
+           (s.suite_blocks ? " (" + std::to_string(s.suite_blocks) + " blocking: above)" : std::string()) + "</summary>";
+    check_rows(out, passing);
+    out += "</details>";
+}
+
+void html_summary(std::string& out, const ReportInput& input) {
     const auto& s = *input.summary;
     out += "<section id=summary><h2>Summary</h2><div class=tiles>";
     tile(out, std::to_string(s.blocked), "tests block", s.blocked ? "gb" : "");
     tile(out, std::to_string(s.deferred), "tests defer", s.deferred ? "gd" : "");
     tile(out, std::to_string(s.passed()), "tests pass");
     tile(out, std::to_string(s.suite_blocks), "suite checks block", s.suite_blocks ? "gb" : "");
-    tile(out, std::to_string(runs), "runs");
+    tile(out, std::to_string(s.runs), s.runs == 1 ? "run" : "runs");
     out += "</div><div class=tiles>";
     for (const auto& [verdict, count] : s.verdict_counts()) tile(out, std::to_string(count), to_string(verdict));
     out += "</div>";
@@ -226,7 +242,14 @@ void html_receipt(std::string& out, const Receipt& receipt) {
     fact_list(out, "conftest files", receipt.conftests);
     fact(out, "tests collected", collected_text(receipt));
     fact_list(out, "collection errors", receipt.errors);
-    fact_list(out, "stray config files", receipt.stray_configs);
+    fact_list(out, "stray config files (could re-root the collection)", receipt.stray_configs);
+    fact_list(out, "stray config files ignored (no collected test below them)", receipt.stray_configs_ignored);
+    std::vector<std::string> built;
+    for (const auto& file : receipt.built)
+        built.push_back(file.path + (file.target.empty() ? "" : " (" + file.target + ")") + ", " + std::to_string(file.size) +
+                        " bytes, " + file.digest);
+    fact_list(out, "built files under test", built);
+    fact(out, "sources digest", receipt.sources_digest);
     fact(out, "pytest exit status", std::to_string(receipt.exitstatus));
     fact(out, "receipt id", receipt.id);
     out += "</tbody></table></section>";
@@ -251,10 +274,11 @@ std::string report_html(const ReportInput& input) {
     std::string out;
     out.reserve(256 + input.rows->size() * (columns.size() + 160));
     html_head(out, input);
-    html_header(out, input, columns.size());
-    html_summary(out, input, columns.size());
+    html_header(out, input);
+    // What blocks first: the page answers "why is this red?" on its first screen.
     rows_section(out, "blocking", "Blocking", rows_with(*input.summary, Gate::block), false, input.extras);
     rows_section(out, "deferred", "Deferred", rows_with(*input.summary, Gate::defer), true, input.extras);
+    html_summary(out, input);
     if (input.extras != nullptr) out += input.extras->html;
     html_heat_map(out, input, columns);
     html_drift(out, input.drift);

@@ -106,7 +106,7 @@ std::string report_markdown(const ReportInput& input) {
     Expects(input.rows != nullptr && input.receipt != nullptr && input.summary != nullptr);
     const auto& s = *input.summary;
     std::string out = "## Evidence Gate: " + md_text(input.suite) + " **" + std::string(s.decision()) + "**\n\n" +
-                      summary_line(s, heat_columns(input).size()) + "\n";
+                      summary_line(s) + "\n";
     md_blocking(out, rows_with(s, Gate::block), input.extras);
     md_rows(out, "Deferred", rows_with(s, Gate::defer), true, input.extras);
     md_counts(out, s);

@@ -9,6 +9,7 @@
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,6 +22,7 @@ void write_env_manifest(const SuiteConfig& suite, const fs::path& out, const std
     const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(out.stem().string());
     fs::create_directories(log.parent_path());
     fs::remove(from_python);
+    empty_sandbox(suite, log);
     // Same interpreter and environment as the runs; the manifest module beside the plugin.
     auto spec = pytest_process(suite, {}, log);
     spec.argv = {suite.python, "-m", "evidence_gate_manifest", from_python.string(),
@@ -28,6 +30,7 @@ void write_env_manifest(const SuiteConfig& suite, const fs::path& out, const std
     spec.environment = environment_with(std::move(spec.environment), environment);
     spec.cpus = cpus;
     const auto result = run_process(spec);
+    remove_sandbox(suite, log);
     if (!result.exited_with(0) || !fs::exists(from_python))
         throw Error("the manifest could not be taken with " + suite.python + " (" + result.describe() + "):\n" + read_file(log));
 

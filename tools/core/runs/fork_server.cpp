@@ -13,6 +13,7 @@
 #include "io/file_identity.hpp"
 #include "io/json_io.hpp"
 #include "runs/fork_session.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,6 +50,7 @@ rapidjson::Value isolation_record(const Isolation& isolation, rapidjson::Documen
         server.AddMember("start", rapidjson::Value(static_cast<std::uint64_t>(isolation.server->start)), alloc);
         record.AddMember("server", server, alloc);
         record.AddMember("socket", rapidjson::Value(isolation.socket.string(), alloc), alloc);
+        record.AddMember("collection_sandbox", rapidjson::Value(isolation.collection_sandbox, alloc), alloc);
     } else {
         record.AddMember("why", rapidjson::Value(isolation.why, alloc), alloc);
     }
@@ -92,6 +94,7 @@ Isolation receipt_isolation(const SuiteConfig& suite, const Receipt& receipt) {
     isolation.forks = true;
     isolation.server = ProcessIdentity{pid->GetInt(), start->GetUint64()};
     isolation.socket = optional_string(*record, "socket", source).value_or("");
+    isolation.collection_sandbox = optional_string(*record, "collection_sandbox", source).value_or("");
     return isolation;
 }
 
@@ -100,6 +103,7 @@ Isolation receipt_isolation(const SuiteConfig& suite, const Receipt& receipt) {
 ForkServerStart::ForkServerStart(const SuiteConfig& suite) : suite_(suite) {
     status_ = suite.evidence_dir / evidence::kForkServer;
     fs::remove(status_);
+    fs::remove(suite.evidence_dir / evidence::kForksDeclined);  // an earlier invocation's reason
     if (suite.isolation == "process") {
         isolation_.why = "ISOLATION process";
         return;
@@ -161,7 +165,28 @@ void ForkServerStart::prepare(ProcessSpec& spec) {
                       "--evidence-gate-serve-owner=" + std::to_string(owner_->pid) + ":" + std::to_string(owner_->start),
                       "--evidence-gate-serve-idle=" + std::to_string(kIdleSeconds)});
     spec.survivor = [this] { return server_pid(); };
+    launch_python_ = spec.argv.front();
+    launch_environment_ = spec.environment;
 }
+
+namespace {
+
+std::string bind_request(const std::string& receipt_id, const std::string& python, const std::vector<std::string>& environment) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("op"), w.String("bind");
+    w.Key("receipt"), w.String(receipt_id);
+    w.Key("python"), w.String(python);
+    w.Key("env");
+    w.StartArray();
+    for (const auto& entry : environment) w.String(entry);
+    w.EndArray();
+    w.EndObject();
+    return std::string(json.text());
+}
+
+}  // namespace
 
 pid_t ForkServerStart::server_pid() const {
     try {
@@ -203,7 +228,7 @@ void ForkServerStart::bind(const std::string& receipt_id, std::size_t tests) {
     const auto identity = process_identity(started_);
     if (!identity) throw Error("the server (pid " + std::to_string(started_) + ") is gone");
     ServerConnection server(socket_, identity);
-    server.send(R"({"op":"bind","receipt":)" + json_string(receipt_id) + "}");
+    server.send(bind_request(receipt_id, launch_python_, launch_environment_));
     const auto answer = server.receive(Clock::now() + kAnswerTimeout);
     if (!answer) throw Error("the server ended before it answered");
     if (const auto* why = member(*answer, "refused"); why && why->IsString()) throw Error(why->GetString());
@@ -216,6 +241,7 @@ void ForkServerStart::bind(const std::string& receipt_id, std::size_t tests) {
     isolation_.forks = true;
     isolation_.why.clear();
     isolation_.server = identity;
+    isolation_.collection_sandbox = sandbox_fingerprint(collection_sandbox(suite_));
     isolation_.socket = socket_;  // bound: it ends when told, when its ctest is gone, or idle
 }
 

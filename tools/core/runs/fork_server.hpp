@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "inputs/suite_config.hpp"
 #include "runs/ctest_claim.hpp"
@@ -26,6 +27,7 @@ struct Isolation {
     std::optional<ProcessIdentity> server;
     std::filesystem::path socket;
     std::string hash_seed;  // PYTHONHASHSEED of the collection: every run of the receipt gets it
+    std::string collection_sandbox;  // sandbox_fingerprint() of the collection's sandbox once it ended
 };
 
 // The suite's socket: <state dir>/fork-<16 hex digits of SHA-256 of the evidence dir>.sock.
@@ -63,6 +65,10 @@ private:
     std::filesystem::path socket_, status_;
     Isolation isolation_;
     pid_t started_ = 0;  // the server the receipt's pytest said it forked
+    // How evgate started the collection: the server compares each run's request with it (not with
+    // what the interpreter saw at start-up, which a wrapper such as a pyenv shim may have changed).
+    std::string launch_python_;
+    std::vector<std::string> launch_environment_;
 };
 
 // Stops the suite's server if one answers at its socket (the release step, and every receipt

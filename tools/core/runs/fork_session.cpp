@@ -14,9 +14,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "inputs/evidence_layout.hpp"
+#include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/fork_server.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -213,6 +216,30 @@ ForkSession::ForkSession(const SuiteConfig& suite, const Receipt& receipt) {
     server_ = isolation.server;
     receipt_id_ = receipt.id;
     hash_seed_ = isolation.hash_seed;
+    declined_file_ = suite.evidence_dir / evidence::kForksDeclined;
+    if (forking_) {
+        collection_sandbox_ = collection_sandbox(suite);
+        sandbox_fingerprint_ = isolation.collection_sandbox;
+        declined_elsewhere();
+    }
+}
+
+bool ForkSession::declined_elsewhere() {
+    std::error_code ec;
+    if (!fs::exists(declined_file_, ec)) return false;
+    std::string why;
+    try {
+        why = read_file(declined_file_);
+    } catch (const Error&) {
+        why = "another run of this invocation stopped forking";
+    }
+    decline(why);
+    return true;
+}
+
+void ForkSession::decline_for_all(const std::string& why) {
+    decline(why);
+    write_file_atomic(declined_file_, why);
 }
 
 void ForkSession::decline(std::string why) {
@@ -241,10 +268,12 @@ void ForkSession::lost(const std::string& why) {
 }
 
 std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
-    if (!forking_) return std::nullopt;
+    shared_ = false;
+    if (!forking_ || declined_elsewhere()) return std::nullopt;
     if (spec.channel == nullptr) throw Error("a fork is asked for without its record channel");
     throw_if_stopped();
     const auto start = Clock::now();
+    const auto before = sandbox_fingerprint(collection_sandbox_);
     std::optional<ServerConnection> server;
     try {
         server.emplace(socket_, server_);
@@ -275,7 +304,14 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
     ++forks_;
     spec.channel->close_child_end();
     spec.channel->started(worker);
-    return wait(spec, *server, worker, start);
+    auto result = wait(spec, *server, worker, start);
+    if (!sandbox_fingerprint_.empty() && (before != sandbox_fingerprint_ || sandbox_fingerprint(collection_sandbox_) != before)) {
+        shared_ = true;
+        decline_for_all("a test wrote in the collection's HOME or TMPDIR (" + collection_sandbox_.string() +
+                        "), through a path its module took at import (tempfile.gettempdir(), Path.home()): every fork "
+                        "shares it, where each run must start with its own, empty; from then on every run starts processes");
+    }
+    return result;
 }
 
 // Until the worker ended and the server said how: the same ends as run_process's (TIMEOUT,

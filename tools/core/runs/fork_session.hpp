@@ -74,10 +74,17 @@ public:
     // fixed none).
     const std::string& hash_seed() const { return hash_seed_; }
     int forks() const { return forks_; }
+    // The run starts over: the forks so far are no evidence of it.
+    void start_over() { forks_ = 0; }
     // "fork", "process" or "fork, then process": how the run's processes were started.
     std::string isolation(int processes) const;
     // Why processes were started ("" when every one was a fork).
     const std::string& why() const { return why_; }
+    // Whether the last fork wrote in, or ran while another fork had written in, the collection's
+    // HOME or TMPDIR: a path a module took at import points there in every fork, so forks share
+    // what each run should have fresh. The fork's records are no evidence then: the run starts
+    // over in a process, and no run of the invocation forks from then on (evidence/forks.declined).
+    bool shared_the_collection_sandbox() const { return shared_; }
 
 private:
     std::optional<ProcessResult> refused(const std::string& why);
@@ -88,7 +95,14 @@ private:
     // might start later would run with nobody waiting for it (it dies with the server).
     void end_server();
 
+    // Forks declined from now on, and why, for every run of the invocation.
+    void decline_for_all(const std::string& why);
+    bool declined_elsewhere();
+
     std::filesystem::path socket_;
+    std::filesystem::path collection_sandbox_, declined_file_;
+    std::string sandbox_fingerprint_;  // the collection's sandbox as the collection left it
+    bool shared_ = false;
     std::optional<ProcessIdentity> server_;
     std::string receipt_id_;
     std::string hash_seed_;

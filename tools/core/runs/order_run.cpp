@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <gsl/gsl>
+
 #include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
@@ -15,6 +17,7 @@
 #include "runs/pytest_command.hpp"
 #include "runs/record_channel.hpp"
 #include "runs/run_records.hpp"
+#include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -54,11 +57,6 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     w.Key("note"), w.String(summary.note);
     w.EndObject();
     return std::string(json.text());
-}
-
-// A record line of this event, as the plugin sends them (RECORD_ENCODER: no spaces).
-bool is_event(std::string_view line, std::string_view event) {
-    return line.find("\"event\":\"" + std::string(event) + "\"") != std::string_view::npos;
 }
 
 // The groups this process's records say changed: in its tests, declared or not, and outside them.
@@ -105,12 +103,6 @@ std::int64_t listed_ns(const FixtureStore& store) {
     return std::min(now, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
 }
 
-std::size_t results_in(std::string_view lines) {
-    std::size_t n = 0;
-    for (auto at = lines.find("\"event\":\"result\""); at != std::string_view::npos; at = lines.find("\"event\":\"result\"", at + 1)) ++n;
-    return n;
-}
-
 // A test the process started and did not finish.
 bool in_flight(const RunRecords& process) {
     return std::any_of(process.started.begin(), process.started.end(), [&](const std::string& test) { return process.results.count(test) == 0; });
@@ -151,6 +143,7 @@ public:
           forks_(at_.suite, at_.receipt) {
         if (!at_.plan.environment.empty() || !at_.plan.cpus.empty())
             forks_.decline("its environment is not the collection's: a fresh interpreter");
+        if (at_.plan.fresh) forks_.decline("it confirms in a fresh process what forks showed");
     }
 
     RunSummary run() {
@@ -163,10 +156,11 @@ private:
     bool one_process();
     ProcessResult run_pytest(RecordChannel& channel);
     ProcessSpec pytest_spec(RecordChannel& channel) const;
-    void note_tests(std::string_view lines);
+    void take(std::string_view lines, std::string& taken);
     [[noreturn]] void stop(const ProcessResult& result);
     void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
     bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
+    void start_over();
     bool carry_on(const RunRecords& process, const ProcessResult& result);
     std::size_t mark_interrupted(const RunRecords& process, const ProcessResult& result);
     RunSummary finish();
@@ -183,30 +177,32 @@ private:
     RunRecords seen_;
     ProcessResult last_;
     bool scanning_ = false;  // leases by stat scan: the change notifications missed a change
+    std::vector<std::string> missed_first_;  // the groups they missed, the first time
     std::string lease_note_;
     std::size_t results_ = 0;
     ForkSession forks_;  // forks of the collected session, while its server serves this run
     bool forked_ = false;  // the last process was a fork
     std::optional<std::chrono::steady_clock::time_point> test_started_;  // the test running now, when its start came
+    std::string running_;  // that test's id
 };
 
 // One pytest process over the rest of the order; false when the order is over.
 bool OrderRun::one_process() {
     write_order(at_.order, remaining_);
     std::string lines;  // this process's records, as pytest sent them
-    RecordChannel channel([&](std::string_view whole) {
-        at_.records.append(whole);
-        lines.append(whole);
-        results_ += results_in(whole);
-        note_tests(whole);
-    });
+    RecordChannel channel([&](std::string_view whole) { take(whole, lines); });
     test_started_.reset();
+    running_.clear();
     const auto result = run_pytest(channel);
     last_ = result;
     ++summary_.processes;
     verified_ns_ = wall_clock_ns();
     const auto put_back = at_.lease.restore();
     if (result.stopped != 0) stop(result);
+    if (forked_ && forks_.shared_the_collection_sandbox()) {  // what it showed was not a fresh pytest's
+        start_over();
+        return true;
+    }
     record_channel_trouble(channel, lines);
     const auto process = parse_run_records(lines, source_);
     if (order_again(put_back, process)) return true;
@@ -244,15 +240,31 @@ ProcessResult OrderRun::run_pytest(RecordChannel& channel) {
     return forked ? *forked : run_process(spec);
 }
 
-// TEST_TIMEOUT counts from a test's start record to its result.
-void OrderRun::note_tests(std::string_view lines) {
+// pytest's whole lines as they come, each checked: a record goes to the run's records (and
+// `taken`), a line that is not one (a test wrote on the channel's descriptor) becomes a `noise`
+// record naming the test that ran. TEST_TIMEOUT counts from a test's start record to its result.
+void OrderRun::take(std::string_view lines, std::string& taken) {
+    const auto before = taken.size();
     while (!lines.empty()) {
         const auto end = lines.find('\n');
         const auto line = lines.substr(0, end);
-        if (is_event(line, "start")) test_started_ = std::chrono::steady_clock::now();
-        else if (is_event(line, "result")) test_started_.reset();
         lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 1);
+        auto seen = check_channel_line(line);
+        if (!seen.record) {
+            taken += noise_record(line, running_) + "\n";
+            continue;
+        }
+        if (seen.event == RunRecord::Event::start) {
+            test_started_ = std::chrono::steady_clock::now();
+            running_ = std::move(seen.test);
+        } else if (seen.event == RunRecord::Event::result) {
+            test_started_.reset();
+            running_.clear();
+            ++results_;
+        }
+        taken.append(line).append("\n");
     }
+    at_.records.append(std::string_view(taken).substr(before));
 }
 
 ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
@@ -308,8 +320,10 @@ void OrderRun::record_channel_trouble(const RecordChannel& channel, const std::s
 
 // The restore checks what the records reported. Change notifications miss a write through a
 // memory mapping kept open: then the order runs again, from its start, with stat scans, which
-// see it in the test that made it (true: it starts again). What the scans do not see either was
-// changed after pytest's session ended.
+// see it in the test that made it (true: it starts again) — in a fresh process, since a mapping a
+// module made at import is the collection's in a fork, of a file the restore has replaced since.
+// What the scans do not see either was changed after pytest's session ended, or outside the
+// tests: the first sighting stands as an `outside` record either way.
 bool OrderRun::order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process) {
     const auto reported = reported_changes(process);
     if (!reported.empty()) at_.lease.touched();
@@ -318,17 +332,25 @@ bool OrderRun::order_again(const std::vector<FixtureChange>& put_back, const Run
     const bool notified = !process.sessions.empty() && process.sessions.front().lease == "inotify";
     if (notified && !scanning_) {
         scanning_ = true;
+        missed_first_ = missed;
         lease_note_ = "the change notifications missed a change to " + quoted(missed) + "; the order ran again with stat scans";
-        at_.records.clear();
-        seen_ = RunRecords{};
-        remaining_ = at_.plan.tests;
-        summary_ = RunSummary{};
-        results_ = 0;
+        forks_.decline("the change notifications missed a change: the order runs again with stat scans in a fresh process");
+        start_over();
         return true;
     }
     at_.records.append_record(outside_record("exit", missed));
     lease_note_ += (lease_note_.empty() ? "" : "; ") + quoted(missed) + " changed after pytest's session ended";
     return false;
+}
+
+// The order from its start, as if nothing had run: what ran is no evidence.
+void OrderRun::start_over() {
+    forks_.start_over();
+    at_.records.clear();
+    seen_ = RunRecords{};
+    remaining_ = at_.plan.tests;
+    summary_ = RunSummary{};
+    results_ = 0;
 }
 
 // After a process: whether the rest of the order gets a fresh one.
@@ -369,6 +391,15 @@ std::size_t OrderRun::mark_interrupted(const RunRecords& process, const ProcessR
 }
 
 RunSummary OrderRun::finish() {
+    // A change the notifications missed, which the stat-scan run did not see again: the first
+    // sighting stands (the write may have gone through a mapping only the first run had).
+    if (scanning_) {
+        const auto reported = reported_changes(seen_);
+        std::vector<std::string> unseen;
+        for (const auto& group : missed_first_)
+            if (!reported.count(group)) unseen.push_back(group);
+        if (!unseen.empty()) at_.records.append_record(outside_record("unseen", unseen));
+    }
     const auto& tests = at_.plan.tests;
     const std::set<std::string> interrupted(summary_.interrupted.begin(), summary_.interrupted.end());
     summary_.complete = summary_.harness_ok && std::all_of(tests.begin(), tests.end(), [&](const std::string& t) {
@@ -395,6 +426,7 @@ RunSummary run_order(const SuiteConfig& suite, const Receipt& receipt, FixtureSt
     fs::create_directories(log.parent_path());
     fs::remove(log);
     empty_sandbox(suite, log);
+    const auto removed = gsl::finally([&] { remove_sandbox(suite, log); });  // whatever ends the run
     // evgate writes the records itself, from what pytest sends on its channel.
     RecordsFile records(records_file(suite, plan));
     FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore

@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
 
 #include <sched.h>
 
-#include "inputs/evidence_layout.hpp"
-
-namespace fs = std::filesystem;
 
 namespace evgate {
 namespace {
@@ -43,14 +39,11 @@ bool pinned(const SuiteConfig& suite, const std::string& name) {
 }  // namespace
 
 Perturbation choose_perturbation(const SuiteConfig& suite) {
-    const auto dir = suite.evidence_dir / evidence::kPerturbed;
     const std::string hash_seed = env_or("PYTHONHASHSEED", "") == "4242" ? "1" : "4242";
     const std::pair<std::string, std::string> candidates[] = {
         {"TZ", far_timezone()},
         {"LC_ALL", other_locale()},
         {"PYTHONHASHSEED", hash_seed},
-        {"HOME", (dir / evidence::kHome).string()},
-        {"TMPDIR", (dir / evidence::kTmp).string()},
     };
     Perturbation p;
     for (const auto& [name, value] : candidates) {
@@ -58,8 +51,6 @@ Perturbation choose_perturbation(const SuiteConfig& suite) {
         p.environment.push_back(name + "=" + value);
         p.changes.push_back(name + "=" + value);
     }
-    fs::create_directories(dir / evidence::kHome);
-    fs::create_directories(dir / evidence::kTmp);
     cpu_set_t mine;
     if (::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) > 1) {
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {

@@ -16,7 +16,7 @@ struct Perturbation {
 };
 
 // A timezone with a half-hour offset far from the local one, another locale, another
-// PYTHONHASHSEED, a fresh HOME and temp dir (below the evidence directory), one CPU.
+// PYTHONHASHSEED, one CPU (its HOME and TMPDIR are its own, as every run's: runs/sandbox.hpp).
 // Variables the suite pins with ENVIRONMENT are left as the user pinned them.
 Perturbation choose_perturbation(const SuiteConfig& suite);
 

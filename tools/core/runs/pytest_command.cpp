@@ -7,37 +7,12 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/bytecode_cache.hpp"
+#include "runs/sandbox.hpp"
 
 namespace evgate {
 
 namespace {
-
-// The variables every pytest process gets pointed into its sandbox: HOME and TMPDIR, and the XDG
-// base directories where their specification puts them below HOME (a desktop session sets them
-// to the user's own, and a test that saves its settings there would write the user's config).
-struct Sandboxed {
-    const char* name;
-    const char* below;  // below the sandbox directory
-};
-constexpr Sandboxed kSandboxed[] = {
-    {"HOME", evidence::kHome},
-    {"TMPDIR", evidence::kTmp},
-    {"XDG_CONFIG_HOME", "home/.config"},
-    {"XDG_CACHE_HOME", "home/.cache"},
-    {"XDG_DATA_HOME", "home/.local/share"},
-    {"XDG_STATE_HOME", "home/.local/state"},
-};
-constexpr std::size_t kXdgFirst = 2;  // kSandboxed[2...]: below HOME
-
-// Variables that point a tool's per-user configuration, data or cache past HOME and XDG: dropped,
-// so that the tool falls back to the sandboxed home.
-constexpr const char* kUserDirectories[] = {"IPYTHONDIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
-                                           "GNUPGHOME", "PIP_CACHE_DIR"};
-
-bool pinned(const SuiteConfig& suite, const std::string& name) {
-    return std::any_of(suite.environment.begin(), suite.environment.end(),
-                       [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
-}
 
 // The plugin's directory first (never displaced), then what the suite's ENVIRONMENT appends,
 // then the inherited PYTHONPATH.
@@ -50,25 +25,6 @@ std::string python_path(const SuiteConfig& suite) {
 }
 
 }  // namespace
-
-SandboxEnvironment sandbox_environment(const SuiteConfig& suite, const std::filesystem::path& sandbox) {
-    SandboxEnvironment env;
-    const bool home_pinned = pinned(suite, "HOME");
-    for (std::size_t i = 0; i < std::size(kSandboxed); ++i) {
-        const std::string name = kSandboxed[i].name;
-        if (pinned(suite, name)) {
-            env.pinned.push_back(name);
-        } else if (i >= kXdgFirst && home_pinned) {  // below the suite's own HOME, as their specification says
-            if (std::getenv(name.c_str()) != nullptr) env.dropped.push_back(name);
-        } else {
-            env.set.push_back(name + "=" + (sandbox / kSandboxed[i].below).string());
-            env.fresh.push_back(name);
-        }
-    }
-    for (const char* name : kUserDirectories)
-        if (!pinned(suite, name) && std::getenv(name) != nullptr) env.dropped.emplace_back(name);
-    return env;
-}
 
 ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
                            const std::filesystem::path& log) {
@@ -94,8 +50,9 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     // bytecode at all, every run would). PYTHONDONTWRITEBYTECODE is emptied for the same
     // reason; a suite that wants it sets it with ENVIRONMENT.
     const auto sandbox = sandbox_environment(suite, sandbox_of(suite, log));
+    const auto pycache = bytecode_cache(suite);
     std::vector<std::string> overrides = {"PYTHONPATH=" + python_path(suite), "PYTHONDONTWRITEBYTECODE=",
-                                          "PYTHONPYCACHEPREFIX=" + (suite.evidence_dir / evidence::kPycache).string()};
+                                          "PYTHONPYCACHEPREFIX=" + pycache.string()};
     overrides.insert(overrides.end(), sandbox.set.begin(), sandbox.set.end());
     for (const auto& e : suite.environment)
         if (e.rfind("PYTHONPATH=", 0) != 0) overrides.push_back(e);  // PYTHONPATH: appended above
@@ -107,30 +64,6 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     }
     spec.environment = environment_with(std::move(inherited), overrides);
     return spec;
-}
-
-std::filesystem::path sandbox_of(const SuiteConfig& suite, const std::filesystem::path& log) {
-    const auto dir = suite.evidence_dir / evidence::kSandbox / log.stem();
-    std::filesystem::create_directories(dir / evidence::kHome);
-    std::filesystem::create_directories(dir / evidence::kTmp);
-    return dir;
-}
-
-void empty_sandbox(const SuiteConfig& suite, const std::filesystem::path& log) {
-    namespace fs = std::filesystem;
-    const auto sandbox = sandbox_of(suite, log);
-    for (const char* name : {evidence::kHome, evidence::kTmp}) {
-        const auto dir = sandbox / name;
-        if (fs::is_symlink(dir) || !fs::is_directory(dir)) {  // a test swapped it: start over
-            fs::remove_all(dir);
-            fs::create_directory(dir);
-            continue;
-        }
-        // Only the entries go: dropping the directories themselves costs more than a run's restore.
-        fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                 fs::perms::others_read | fs::perms::others_exec);
-        for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
-    }
 }
 
 std::string describe_pytest(const ProcessResult& result) {

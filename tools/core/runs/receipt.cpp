@@ -19,6 +19,7 @@
 #include "inputs/shards.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt_sources.hpp"
+#include "runs/sandbox.hpp"
 #include "inputs/pytest_config.hpp"
 
 namespace fs = std::filesystem;
@@ -42,6 +43,8 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     if (const auto* status = member(doc, "exitstatus"); status && status->IsInt()) receipt.exitstatus = status->GetInt();
     receipt.expected_configfile = optional_string(doc, "expected_configfile", source);
     receipt.stray_configs = string_array(doc, "stray_configs", source);
+    receipt.stray_configs_ignored = string_array(doc, "stray_configs_ignored", source);
+    receipt.stray_configs_in_submodules = string_array(doc, "stray_configs_in_submodules", source);
     receipt.thinning = string_array(doc, "thinning", source);
     receipt.hollow = string_array(doc, "hollow", source);
     receipt.set_aside = string_array(doc, "set_aside", source);
@@ -54,6 +57,14 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.sources_digest = optional_string(*sources, "digest", source).value_or("");
         receipt.sources_outside = paths_member(*sources, "outside");
     }
+    if (const auto* built = member(doc, "built"); built && built->IsArray()) {
+        for (const auto& b : built->GetArray()) {
+            const auto* size = member(b, "size");
+            receipt.built.push_back({optional_string(b, "path", source).value_or(""), optional_string(b, "target", source).value_or(""),
+                                     size && size->IsUint64() ? size->GetUint64() : 0,
+                                     optional_string(b, "digest", source).value_or("")});
+        }
+    }
     if (const auto* sandbox = member(doc, "sandbox"); sandbox && sandbox->IsObject()) {
         receipt.sandbox_dir = optional_string(*sandbox, "dir", source).value_or("");
         receipt.sandboxed = string_array(*sandbox, "fresh", source);
@@ -63,6 +74,29 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
             receipt.deselected.push_back({string_member(t, "id", source), optional_string(t, "by", source).value_or("")});
     }
     receipt.pytest_plugins = string_array(doc, "pytest_plugins_env", source);
+    if (const auto* orders = member(doc, "orders"); orders && orders->IsObject()) {
+        const auto count = [&](const char* key) {
+            const auto* n = member(*orders, key);
+            return n != nullptr && n->IsUint64() ? static_cast<std::size_t>(n->GetUint64()) : std::size_t{0};
+        };
+        receipt.orders.seeds = count("seeds");
+        receipt.orders.distinct = count("distinct");
+        // run id -> the seed run it repeats ("seed.3" -> "seed.1"): a shard parses the number.
+        const auto numbered = [](const std::string& id, const char* prefix) {
+            const std::string head(prefix);
+            return id.size() > head.size() && id.compare(0, head.size(), head) == 0 && id.size() - head.size() <= 9 &&
+                   id.find_first_not_of("0123456789", head.size()) == std::string::npos;
+        };
+        if (const auto* repeats = member(*orders, "repeats"); repeats && repeats->IsObject()) {
+            for (const auto& r : repeats->GetObject()) {
+                const std::string run = r.name.GetString(), earlier = r.value.IsString() ? r.value.GetString() : "";
+                if (!(numbered(run, "seed.") || numbered(run, "first.")) || !numbered(earlier, "seed."))
+                    throw InputError(source, 0, "'orders' holds a repeat that is not a run of a seed: " + quote(run) +
+                                                    " -> " + quote(earlier));
+                receipt.orders.repeats.emplace(run, earlier);
+            }
+        }
+    }
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
@@ -121,7 +155,7 @@ void add_options(rapidjson::Document& doc, const SuiteConfig& suite) {
 // something in the user's home sees none of it. A variable the suite sets with ENVIRONMENT is
 // pinned instead; user-directory variables inherited from the user are dropped (names only).
 rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::AllocatorType& alloc) {
-    const auto dir = suite.evidence_dir / evidence::kSandbox;
+    const auto dir = suite_sandboxes(suite);
     const auto env = sandbox_environment(suite, dir / "<run>");
     rapidjson::Value sandbox(rapidjson::kObjectType);
     for (const auto& entry : env.set) {
@@ -133,10 +167,53 @@ rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::A
     sandbox.AddMember("pinned", string_list(env.pinned, alloc), alloc);
     sandbox.AddMember("dropped", string_list(env.dropped, alloc), alloc);
     sandbox.AddMember("why", rapidjson::Value("every pytest process (collection, each run, each probe) has its own HOME and "
-                                              "TMPDIR, empty when its run starts, and the XDG base directories below that "
-                                              "HOME: runs never meet there, and no directory evgate hands a test is in the "
-                                              "user's home; pin one with ENVIRONMENT", alloc), alloc);
+                                              "TMPDIR, empty when its run starts and removed when it ends, at a short path "
+                                              "of the same length for every kind of run (room for a Unix socket below it), "
+                                              "and the XDG base directories below that HOME: runs never meet there, and no "
+                                              "directory evgate hands a test is in the user's home; pin one with ENVIRONMENT",
+                                              alloc), alloc);
     return sandbox;
+}
+
+// Config files below ROOT that would re-root pytest started in their directory: those at or
+// above a collected test's file could re-root this suite's collection; the others are listed
+// apart, to be said once (pytest_config.hpp).
+void add_stray_configs(rapidjson::Document& doc, const fs::path& root) {
+    auto& alloc = doc.GetAllocator();
+    std::vector<std::string> files;
+    const auto file_of = [](const std::string& nodeid) { return nodeid.substr(0, nodeid.find("::")); };
+    if (const auto* tests = member(doc, "tests"); tests && tests->IsArray())
+        for (const auto& t : tests->GetArray())
+            if (const auto* id = member(t, "id"); id && id->IsString()) files.push_back(file_of(id->GetString()));
+    if (const auto* errors = member(doc, "errors"); errors && errors->IsArray())
+        for (const auto& e : errors->GetArray())
+            if (const auto* id = member(e, "nodeid"); id && id->IsString()) files.push_back(file_of(id->GetString()));
+    const auto strays = sort_stray_configs(root, stray_configs(root), files);
+    doc.AddMember("stray_configs", string_list(strays.rerooting, alloc), alloc);
+    doc.AddMember("stray_configs_ignored", string_list(strays.ignored, alloc), alloc);
+    doc.AddMember("stray_configs_in_submodules", string_list(strays.in_submodules, alloc), alloc);
+}
+
+// Which seed runs would repeat an order an earlier one runs (distinct_orders.hpp), from the
+// collection just taken.
+void add_orders(rapidjson::Document& doc, const SuiteConfig& suite) {
+    auto& alloc = doc.GetAllocator();
+    std::vector<CollectedTest> collected;
+    if (const auto* tests = member(doc, "tests"); tests && tests->IsArray()) {
+        for (const auto& t : tests->GetArray()) {
+            const auto* id = member(t, "id");
+            const auto* serial = member(t, "serial");
+            if (id && id->IsString()) collected.push_back({id->GetString(), serial && serial->IsBool() && serial->GetBool()});
+        }
+    }
+    const auto orders = distinct_orders(collected, suite.seeds, suite.orders);
+    rapidjson::Value record(rapidjson::kObjectType), repeats(rapidjson::kObjectType);
+    for (const auto& [run, earlier] : orders.repeats)
+        repeats.AddMember(rapidjson::Value(run, alloc), rapidjson::Value(earlier, alloc), alloc);
+    record.AddMember("seeds", rapidjson::Value(static_cast<uint64_t>(orders.seeds)), alloc);
+    record.AddMember("distinct", rapidjson::Value(static_cast<uint64_t>(orders.distinct)), alloc);
+    record.AddMember("repeats", repeats, alloc);
+    doc.AddMember("orders", record, alloc);
 }
 
 // What pytest cannot tell about itself: who took the receipt, where, at which commit, and
@@ -153,7 +230,7 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
     const auto expected = expected_config(suite.root);
     doc.AddMember("expected_configfile", expected ? rapidjson::Value(expected->string(), alloc) : rapidjson::Value(), alloc);
-    doc.AddMember("stray_configs", string_list(stray_configs(suite.root), alloc), alloc);
+    add_stray_configs(doc, suite.root);
     add_options(doc, suite);
     rapidjson::Value git(rapidjson::kNullType);
     std::string top;
@@ -167,6 +244,7 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     }
     doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
     doc.AddMember("sandbox", sandbox_record(suite, alloc), alloc);
+    add_orders(doc, suite);
     if (const char* shard = std::getenv("EVIDENCE_GATE_SHARD"); shard && *shard)
         doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
     const auto* tests = member(doc, "tests");
@@ -182,7 +260,9 @@ void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::
     SourceRoots roots{suite.root, top, handed_evidence()};
     roots.left_out.push_back(suite.evidence_dir);
     roots.left_out.push_back(suite.plugin_dir);
-    const auto sources = list_sources(roots, pristine, paths_member(doc, "imported"));
+    std::vector<DependsFile> depends;
+    for (const auto& d : suite.depends) depends.push_back({d.target, d.file});
+    const auto sources = list_sources(roots, pristine, paths_member(doc, "imported"), depends);
     write_file_atomic(suite.evidence_dir / evidence::kSources, sources_json(sources));
     rapidjson::Value record(rapidjson::kObjectType);
     record.AddMember("digest", rapidjson::Value(sources.digest, alloc), alloc);
@@ -190,6 +270,16 @@ void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::
     record.AddMember("outside", string_list(sources.outside, alloc), alloc);
     record.AddMember("listing", rapidjson::Value(evidence::kSources, alloc), alloc);
     doc.AddMember("sources", record, alloc);
+    rapidjson::Value built(rapidjson::kArrayType);  // the binaries under test, each in the listing too
+    for (const auto& file : sources.built) {
+        rapidjson::Value entry(rapidjson::kObjectType);
+        entry.AddMember("path", rapidjson::Value(file.path, alloc), alloc);
+        if (!file.target.empty()) entry.AddMember("target", rapidjson::Value(file.target, alloc), alloc);
+        entry.AddMember("size", rapidjson::Value(static_cast<uint64_t>(file.size)), alloc);
+        entry.AddMember("digest", rapidjson::Value(file.digest, alloc), alloc);
+        built.PushBack(entry, alloc);
+    }
+    doc.AddMember("built", built, alloc);
 }
 
 }  // namespace
@@ -203,17 +293,20 @@ std::vector<CollectedTest> Receipt::collected() const {
 
 namespace {
 
-// One --collect-only run with the suite's command line and environment.
+// One --collect-only run with the suite's command line and environment. Its sandbox goes with
+// it, unless the collected session stays to serve forks (`serving`): then the release step's.
 rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose,
-                            const std::function<void(ProcessSpec&)>& prepare = {}) {
+                            const std::function<void(ProcessSpec&)>& prepare = {}, bool serving = false) {
     const auto collect_file = suite.evidence_dir / evidence::collection_name(purpose);
     const auto log = suite.evidence_dir / evidence::kLogs / evidence::log_name(purpose);
     fs::create_directories(log.parent_path());
     fs::remove(collect_file);
     fs::remove(log);
+    empty_sandbox(suite, log);
     auto spec = pytest_process(suite, {"--collect-only", "-q", "--evidence-gate-collect=" + collect_file.string()}, log);
     if (prepare) prepare(spec);
     const auto result = run_process(spec);
+    if (!serving) remove_sandbox(suite, log);
     if (!fs::exists(collect_file)) {
         throw Error("pytest collection did not complete (" + result.describe() + "); its output is in " +
                     log.string() + ":\n" + read_file(log));
@@ -226,7 +319,7 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
 }  // namespace
 
 Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* pristine, const ReceiptHooks& hooks) {
-    auto doc = collect(suite, "receipt", hooks.prepare);
+    auto doc = collect(suite, "receipt", hooks.prepare, /*serving=*/true);
     const auto top = add_workspace(doc, suite, suite.evidence_dir / evidence::kGitScratch);
     fs::remove(suite.evidence_dir / evidence::kSources);  // an earlier receipt's listing is not this one's
     if (pristine != nullptr) add_sources(doc, suite, top, *pristine);

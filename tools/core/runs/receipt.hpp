@@ -13,6 +13,8 @@
 
 #include "fixtures/lease_file.hpp"
 #include "io/process.hpp"
+#include "runs/distinct_orders.hpp"
+#include "runs/receipt_sources.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
 
@@ -47,7 +49,9 @@ struct Receipt {
     std::vector<std::string> errors;  // collection errors, "nodeid: message"
     int exitstatus = 0;
     std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
-    std::vector<std::string> stray_configs;          // below ROOT, relative to it
+    std::vector<std::string> stray_configs;          // below ROOT, relative to it, that could re-root the collection
+    std::vector<std::string> stray_configs_ignored;  // the other stray config files below ROOT (pytest_config.hpp)
+    std::vector<std::string> stray_configs_in_submodules;  // of those, the ones in git submodules
     std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
     std::vector<std::string> hollow;                 // options under which pytest never calls the tests
     std::vector<std::string> set_aside;              // what every run sets aside of the suite's own pytest
@@ -59,8 +63,10 @@ struct Receipt {
     std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
     std::string sources_digest;                      // of every source file (receipt_sources.hpp); "" when not taken
     std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
+    std::vector<BuiltFile> built;                    // the binaries under test: DEPENDS files, modules imported from a build tree
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
+    DistinctOrders orders;                           // which seed runs (and alone runs) would repeat an earlier order
     std::string shard;                               // "k/n" for a shard's receipt, else ""
     std::string suite;
 

@@ -26,15 +26,27 @@ bool bytecode(const std::string& relative) {
     return std::any_of(path.begin(), path.end(), [](const fs::path& part) { return part == "__pycache__"; });
 }
 
-// A file in a build tree (a directory holding CMakeCache.txt that does not hold ROOT) or a
-// virtual environment: made by a build or an install, and made anew by each job.
-bool generated(const fs::path& file, const fs::path& root) {
+// Where a file was made: a build tree (a directory holding CMakeCache.txt that does not hold
+// ROOT) or a virtual environment, each made anew by each job; or neither (empty).
+struct Maker {
+    enum { none, build, venv } kind = none;
+    fs::path dir;
+};
+
+Maker made_by(const fs::path& file, const fs::path& root) {
     std::error_code ec;
     for (auto dir = file.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-        if (under(root, dir)) return false;  // ROOT's own ancestors are the project's, not a build's
-        if (fs::exists(dir / "CMakeCache.txt", ec) || fs::exists(dir / "pyvenv.cfg", ec)) return true;
+        if (under(root, dir)) return {};  // ROOT's own ancestors are the project's, not a build's
+        if (fs::exists(dir / "CMakeCache.txt", ec)) return {Maker::build, dir};
+        if (fs::exists(dir / "pyvenv.cfg", ec)) return {Maker::venv, dir};
     }
-    return false;
+    return {};
+}
+
+// A compiled module Python imports: the tested binary a build tree holds.
+bool extension_module(const fs::path& file) {
+    const auto ext = file.extension();
+    return ext == ".so" || ext == ".pyd";
 }
 
 std::string octal(unsigned mode) {
@@ -75,13 +87,40 @@ public:
     void imported(const std::string& path) {
         std::error_code ec;
         const auto file = fs::weakly_canonical(fs::path(path), ec);
-        if (ec || bytecode(file.generic_string()) || generated(file, root_)) return;
+        if (ec || bytecode(file.generic_string())) return;
+        if (const auto maker = made_by(file, root_); maker.kind != Maker::none) {
+            // What a build or an install made anew: only the compiled modules under test count.
+            if (maker.kind == Maker::build && extension_module(file)) built(file, "");
+            return;
+        }
         if (std::any_of(left_out_.begin(), left_out_.end(), [&](const fs::path& dir) { return under(file, dir); })) return;
-        const bool near = under(file, root_) || (!top_.empty() && under(file, top_));
-        const auto name = near ? file.lexically_relative(root_).generic_string() : file.generic_string();
+        const auto name = name_of(file);
         if (names_.count(name)) return;  // the tree listing holds it, or it was imported twice
         add(name, state_of(file));
         outside_.push_back(name);
+    }
+
+    // A DEPENDS file, or a module imported from a build tree: listed with its size and digest.
+    void built(const fs::path& path, const std::string& target) {
+        std::error_code ec;
+        const auto file = fs::weakly_canonical(path, ec);
+        const auto maker = made_by(file, root_);
+        const auto name = maker.kind == Maker::build ? "<build>/" + file.lexically_relative(maker.dir).generic_string() : name_of(file);
+        const auto found = std::find_if(built_.begin(), built_.end(), [&](const BuiltFile& b) { return b.path == name; });
+        if (found != built_.end()) {  // a DEPENDS target's module, imported as well
+            if (found->target.empty()) found->target = target;
+            return;
+        }
+        BuiltFile record{name, target, 0, "absent"};
+        std::optional<FileState> state;
+        try {
+            state = file_state(file);
+        } catch (const Error& e) {
+            record.digest = std::string("unreadable: ") + e.what();
+        }
+        if (state) record.size = state->size, record.digest = state->identity;
+        add(name, state ? described(*state) : record.digest);
+        built_.push_back(std::move(record));
     }
 
     Sources done() {
@@ -91,10 +130,19 @@ public:
         sources.digest = sources_digest(files_);
         sources.files = std::move(files_);
         sources.outside = std::move(outside_);
+        std::sort(built_.begin(), built_.end(), [](const BuiltFile& a, const BuiltFile& b) { return a.path < b.path; });
+        sources.built = std::move(built_);
         return sources;
     }
 
 private:
+    // A file below ROOT, or below the git work tree ROOT is in, relative to ROOT (checkouts at
+    // other paths agree); any other by its absolute path.
+    std::string name_of(const fs::path& file) const {
+        const bool near = under(file, root_) || (!top_.empty() && under(file, top_));
+        return near ? file.lexically_relative(root_).generic_string() : file.generic_string();
+    }
+
     bool left_out_relative(const std::string& relative) const {
         return std::any_of(left_out_below_root_.begin(), left_out_below_root_.end(), [&](const std::string& dir) {
             return relative == dir || relative.compare(0, dir.size() + 1, dir + "/") == 0;
@@ -112,13 +160,16 @@ private:
     std::set<std::string> names_;
     std::vector<SourceFile> files_;
     std::vector<std::string> outside_;
+    std::vector<BuiltFile> built_;
 };
 
 }  // namespace
 
-Sources list_sources(const SourceRoots& roots, const std::vector<FixtureFile>& guarded, const std::vector<std::string>& imported) {
+Sources list_sources(const SourceRoots& roots, const std::vector<FixtureFile>& guarded, const std::vector<std::string>& imported,
+                     const std::vector<DependsFile>& depends) {
     Lister lister(roots);
     for (const auto& file : guarded) lister.guarded(file);
+    for (const auto& dependency : depends) lister.built(dependency.file, dependency.target);
     for (const auto& path : imported) lister.imported(path);
     return lister.done();
 }

@@ -14,10 +14,13 @@ namespace evgate {
 namespace {
 
 // Above stdin, stdout and stderr even when evgate was started without them: the child's
-// dup2 onto 0, 1 and 2 must not land on the channel.
-int above_stdio(int fd) {
-    if (fd > 2) return fd;
-    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+// dup2 onto 0, 1 and 2 must not land on the channel. Pytest's end goes higher still, at
+// kChannelFloor or above: a test that writes to descriptor 3 (a habit from TAP and bats) or to
+// one a shell allocates (from 10 up) must not stumble on it.
+int moved_up(int fd, int floor) {
+    if (fd >= floor) return fd;
+    int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (moved < 0 && floor > 3) moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);  // a descriptor limit below the floor
     ::close(fd);
     if (moved < 0) throw Error(std::string("cannot move the record channel: ") + std::strerror(errno));
     return moved;
@@ -37,8 +40,8 @@ RecordChannel::RecordChannel(std::function<void(std::string_view)> lines)
     // channel; run_process clears the flag in this run's child alone.
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
         throw Error(std::string("cannot create the record channel: ") + std::strerror(errno));
-    ours_ = above_stdio(ends[0]);
-    child_ = above_stdio(ends[1]);
+    ours_ = moved_up(ends[0], 3);
+    child_ = moved_up(ends[1], kChannelFloor);
     const int on = 1;
     // Before anyone writes: every write is then stamped with its sender, and no read joins two.
     if (::setsockopt(ours_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0 ||

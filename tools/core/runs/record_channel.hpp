@@ -30,6 +30,8 @@ struct ForeignSender {
 class RecordChannel final : public ChildChannel {
 public:
     static constexpr std::size_t kKeptBytes = 64 * 1024;
+    // The lowest descriptor pytest's end is given (the plugin keeps it there in a fork too).
+    static constexpr int kChannelFloor = 100;
 
     // `lines` receives pytest's whole lines as they come (one or more, each ending in '\n').
     explicit RecordChannel(std::function<void(std::string_view lines)> lines);

@@ -1,6 +1,7 @@
 #include "runs/run_plan.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
@@ -41,6 +42,7 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
     if (!plan.lease.empty()) w.Key("lease"), w.String(plan.lease);
     if (!plan.confirms.empty()) w.Key("confirms"), w.String(plan.confirms);
     if (plan.listed) w.Key("listed"), w.Bool(true);
+    if (plan.fresh) w.Key("fresh"), w.Bool(true);
     w.Key("tests"), w.StartArray();
     for (const auto& t : plan.tests) w.String(t);
     w.EndArray();
@@ -61,9 +63,11 @@ RunPlan plan_header(const rapidjson::Value& doc, const std::string& source) {
             if (cpu.IsInt()) plan.cpus.push_back(cpu.GetInt());
     plan.lease = optional_string(doc, "lease", source).value_or("");
     plan.confirms = optional_string(doc, "confirms", source).value_or("");
-    if (const auto* listed = member(doc, "listed")) {
-        if (!listed->IsBool()) throw InputError(source, 0, "'listed' is not true or false");
-        plan.listed = listed->GetBool();
+    for (auto [key, flag] : {std::pair{"listed", &plan.listed}, std::pair{"fresh", &plan.fresh}}) {
+        if (const auto* value = member(doc, key)) {
+            if (!value->IsBool()) throw InputError(source, 0, quote(key) + " is not true or false");
+            *flag = value->GetBool();
+        }
     }
     const auto column = optional_string(doc, "column", source).value_or("local");
     if (!parse_column(column, plan.column)) throw InputError(source, 0, "unknown column " + quote(column));

@@ -30,6 +30,7 @@ struct RunPlan {
     std::string lease;                     // the lease token it ran under, in the plan file
     std::string confirms;                  // the run it does again alone (that run went beside others); "" for none
     bool listed = false;  // its order is its tests as listed, which no seed makes (a sweep and its reruns)
+    bool fresh = false;   // a fresh process of its own, never a fork: it confirms what forks showed (confirm_fresh.hpp)
 };
 
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);

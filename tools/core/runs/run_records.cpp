@@ -21,7 +21,7 @@ namespace {
 namespace key {  // the members a record may have, in record_fields() order
 enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
                      absent, collected, lease, exitstatus, complete, note, receipt, unblamed, leftover, phase, final,
-                     bytes, digest, finish, fixture, scope, location };
+                     bytes, digest, finish, fixture, scope, location, isolation, duration };
 }
 
 FieldCapture record_fields() {
@@ -29,7 +29,7 @@ FieldCapture record_fields() {
                         "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
                         "collected", "lease",    "exitstatus", "complete", "note",     "receipt",
                         "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest",
-                        "finish",    "fixture",  "scope",    "location"};
+                        "finish",    "fixture",  "scope",    "location", "isolation", "duration"};
 }
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
@@ -39,7 +39,7 @@ RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
         {"interrupted", RunRecord::Event::interrupted}, {"torn", RunRecord::Event::torn},
         {"finished", RunRecord::Event::finished}, {"outside", RunRecord::Event::outside},
         {"foreign", RunRecord::Event::foreign},   {"order", RunRecord::Event::order},
-        {"status", RunRecord::Event::status}};
+        {"status", RunRecord::Event::status},     {"noise", RunRecord::Event::noise}};
     const auto name = optional_text(f[key::event], "event", where).value_or("");
     for (const auto& [word, e] : kEvents)
         if (word == name) return e;
@@ -73,6 +73,8 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.test = required_text(f[key::test], "test", where);
             r.unblamed = &text_list(f[key::unblamed], "unblamed", where);
             r.leftover = optional_text(f[key::leftover], "leftover", where).value_or("");
+            if (const auto& d = f[key::duration]; (d.kind == JsonField::Kind::number || d.kind == JsonField::Kind::integer) && d.number >= 0)
+                r.seconds = d.number;
             break;
         case RunRecord::Event::end:
             if (f[key::exitstatus].is_int()) r.exitstatus = static_cast<int>(f[key::exitstatus].integer);
@@ -92,6 +94,10 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
         case RunRecord::Event::status:
             r.reason = required_text(f[key::reason], "reason", where);
             break;
+        case RunRecord::Event::noise:
+            r.reason = required_text(f[key::reason], "reason", where);
+            r.test = optional_text(f[key::test], "test", where).value_or("");
+            break;
         case RunRecord::Event::interrupted:
             r.test = required_text(f[key::test], "test", where);
             r.reason = optional_text(f[key::reason], "reason", where).value_or("");
@@ -102,6 +108,7 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.complete = f[key::complete].kind == JsonField::Kind::boolean && f[key::complete].boolean;
             r.note = optional_text(f[key::note], "note", where).value_or("");
             r.receipt = optional_text(f[key::receipt], "receipt", where).value_or("");
+            r.isolation = optional_text(f[key::isolation], "isolation", where).value_or("");
             break;
     }
     return r;
@@ -136,6 +143,9 @@ std::string when(const RunRecord& r) {
         return "at start-up or collection (a conftest, plugin or test module imported, a session-start or collection hook)";
     if (phase == "session end") return "at session end (a pytest_sessionfinish or pytest_unconfigure hook)";
     if (phase == "exit") return "after pytest's session ended (an atexit handler, or a thread or process still running)";
+    if (phase == "unseen")
+        return "by a write the change notifications missed and the run again with stat scans, in a fresh process, did not "
+               "make (through a memory mapping taken before the run, say): no test is named";
     return "in phase '" + std::string(phase) + "'";
 }
 
@@ -170,6 +180,40 @@ std::size_t last_line_start(const std::string& text) {
 
 }  // namespace
 
+ChannelLine check_channel_line(std::string_view line) {
+    thread_local std::string buffer;
+    thread_local FieldCapture fields = record_fields();
+    ChannelLine seen;
+    buffer.assign(line);
+    buffer += '\n';
+    try {
+        JsonlSaxReader reader(buffer, "the record channel");
+        fields.restart();
+        if (!reader.next(fields) || !fields.is_object()) return seen;
+        const auto record = record_of(fields, "the record channel", 1);
+        seen.record = true;
+        seen.event = record.event;
+        seen.test = record.test;
+    } catch (const InputError&) {
+        seen.record = false;
+    }
+    return seen;
+}
+
+std::string noise_record(std::string_view line, const std::string& running) {
+    constexpr std::size_t kShown = 120;
+    std::string shown;
+    for (char c : line.substr(0, kShown)) shown += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key("event"), w.String("noise");
+    if (!running.empty()) w.Key("test"), w.String(running);
+    w.Key("reason"), w.String(std::to_string(line.size()) + " bytes, '" + shown + (line.size() > kShown ? "...'" : "'"));
+    w.EndObject();
+    return std::string(json.text());
+}
+
 std::string records_digest(std::string_view bytes) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, static_cast<std::uint64_t>(XXH3_64bits(bytes.data(), bytes.size())));
@@ -195,7 +239,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             break;
         case RunRecord::Event::result:
             run.results[std::string(r.test)] =
-                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed)};
+                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed), r.seconds};
             if (r.unblamed && !r.unblamed->empty())
                 run.doubts.push_back({"uncertain",
                                       groups_named(r.unblamed) + " changed during " + std::string(r.test) + " while " +
@@ -219,6 +263,13 @@ void add_record(RunRecords& run, const RunRecord& r) {
         case RunRecord::Event::status:
             run.doubts.push_back({check_of(r.event), std::string(r.reason), static_cast<int>(run.sessions.size())});
             break;
+        case RunRecord::Event::noise:
+            run.doubts.push_back({"channel",
+                                  (r.test.empty() ? std::string("between tests, ") : std::string(r.test) + " wrote, ") +
+                                      "on the run's record channel, a line that is not a record: " + std::string(r.reason) +
+                                      " (a test must not write to a descriptor it did not open)",
+                                  static_cast<int>(run.sessions.size())});
+            break;
         case RunRecord::Event::interrupted:
             run.interrupted[std::string(r.test)] = r.reason;
             break;
@@ -229,6 +280,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             run.finished = r.complete;
             run.finish_note = r.note;
             run.receipt = r.receipt;
+            run.isolation = r.isolation;
             break;
     }
 }

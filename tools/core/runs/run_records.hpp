@@ -31,6 +31,7 @@ struct TestResult {
     std::vector<std::string> dirty;    // groups it changed without declaring them
     std::string message;
     std::vector<std::string> changed;  // every group it changed, declared or not
+    double seconds = -1;               // setup, call and teardown, as pytest measured them; -1: not said
 };
 
 // Something a run's records say that makes the run no evidence of what it ran, as a suite
@@ -38,7 +39,7 @@ struct TestResult {
 // sent by another process, tests run in another order than planned, an exit status the
 // results do not explain.
 struct RunDoubt {
-    std::string check;   // outside, uncertain, foreign, order, exit-status
+    std::string check;   // outside, uncertain, foreign, order, exit-status, channel
     std::string reason;  // one sentence, without the run's name
     int process = 0;     // the pytest process of the run it concerns, from 1; 0: not known
 };
@@ -58,6 +59,7 @@ struct RunRecords {
     std::optional<bool> finished;                    // the harness's verdict on the run
     std::string finish_note;
     std::string receipt;  // the receipt the run was planned from
+    std::string isolation;  // how its processes started: "fork", "process", "fork, then process"
 };
 
 RunRecords read_run_records(const std::filesystem::path& file);
@@ -65,7 +67,7 @@ RunRecords read_run_records(const std::filesystem::path& file);
 // One record as read: checked, with views into the file's bytes that stay valid while the
 // callback runs. Fields an event does not have are empty.
 struct RunRecord {
-    enum class Event { session, start, result, end, interrupted, torn, finished, outside, foreign, order, status };
+    enum class Event { session, start, result, end, interrupted, torn, finished, outside, foreign, order, status, noise };
     Event event = Event::torn;
     int line = 0;
     std::string_view test;     // start, result, interrupted; outside: the test a fixture's change was made in
@@ -75,7 +77,8 @@ struct RunRecord {
     const std::vector<std::string_view>* changed = nullptr;  // result
     const std::vector<std::string_view>* unblamed = nullptr;  // result: undeclared changes made while another test's leftovers ran
     std::string_view leftover;  // result: what those leftovers were
-    std::string_view reason;   // interrupted, foreign, order, status
+    double seconds = -1;        // result: its duration (setup, call and teardown); -1 when the record has none
+    std::string_view reason;   // interrupted, foreign, order, status; noise: the line, cut short
     std::string_view phase;    // outside: "collection", "session end", "fixture setup", "fixture teardown"
     std::string_view fixture, scope, location;  // outside, made by a fixture wider than a test: its name, scope, file:line
     std::string_view rootdir;  // session
@@ -89,7 +92,7 @@ struct RunRecord {
     std::optional<int> finish;      // end: session.exitstatus after every pytest_sessionfinish hook
     std::optional<int> final;       // end: the same at the plugin's pytest_unconfigure (after the conftests')
     bool complete = false;          // finished
-    std::string_view note, receipt;
+    std::string_view note, receipt, isolation;  // finished
 };
 
 // Adds a record to what is known of its run (as read_run_records does for each).
@@ -104,6 +107,19 @@ void read_records(const std::filesystem::path& file, std::string& storage, const
 // The same over bytes in memory (parsed in place: `text` is changed); `source` names them.
 void parse_records(std::string& text, const std::string& source, const std::function<void(const RunRecord&)>& each);
 RunRecords parse_run_records(std::string text, const std::string& source);
+
+// What one line pytest sent on its record channel is: a record (its event, and the test a
+// `start` or `result` names), or not a record at all — text a test wrote on the channel's
+// descriptor — when `record` is false. Reuses one parser per thread.
+struct ChannelLine {
+    bool record = false;
+    RunRecord::Event event = RunRecord::Event::torn;
+    std::string test;
+};
+ChannelLine check_channel_line(std::string_view line);
+// The `noise` record evgate writes in place of such a line: its length, its first bytes, and the
+// test that was running (none between tests).
+std::string noise_record(std::string_view line, const std::string& running);
 
 // The digest a `finished` record carries of everything before it: XXH3-64, 16 hex digits.
 std::string records_digest(std::string_view bytes);

@@ -38,7 +38,13 @@ std::vector<LedgerRow> build_ledger(const GateInput& input) {
     }
     const auto first = rows.size();
     add_test_rows(input, rows);
-    if (auto sandbox = sandbox_row(input, rows, first)) rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(first), std::move(*sandbox));
+    // Rows about tests, made from the test rows, go before them.
+    auto about_tests = unattributed_rows(rows, first);
+    if (auto sandbox = sandbox_row(input, rows, first)) about_tests.push_back(std::move(*sandbox));
+    if (auto forks = fork_sensitive_row(rows, first)) about_tests.push_back(std::move(*forks));
+    if (auto beside = colliding_row(rows, first)) about_tests.push_back(std::move(*beside));
+    rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(first), std::make_move_iterator(about_tests.begin()),
+                std::make_move_iterator(about_tests.end()));
     return rows;
 }
 

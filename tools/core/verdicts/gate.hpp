@@ -33,6 +33,7 @@ struct GateInput {
     std::string root;  // ROOT, to check what each run saw
     RunMatrix runs;
     std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
+    std::vector<std::string> repeats_run_here;  // runs that repeat an order, run all the same (a shard's: inputs/shards.hpp)
     std::vector<QuarantineEntry> quarantine;
     std::string quarantine_file;  // the configured QUARANTINE: rows name its lines
     std::optional<Baseline> baseline;

@@ -106,8 +106,9 @@ void RunMatrix::interrupted(RunCells& run, std::string_view test) {
 }
 
 void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome, std::vector<std::string> dirty,
-                       std::string_view message) {
+                       std::string_view message, double seconds) {
     auto& cell = run.cells[id];
+    cell.seconds = static_cast<float>(seconds);
     if (last_outcome_.second == 0 || outcome != last_outcome_.first) {  // most results have the outcome of the one before
         const auto number = outcomes_.intern(outcome);
         last_outcome_ = {outcomes_.name(number), number + 1};
@@ -128,7 +129,8 @@ void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome
 void RunMatrix::add(LoadedRun run) {
     RunCells cells;
     for (const auto& test : run.plan.tests) planned(cells, test);
-    for (const auto& [test, r] : run.records.results) result(cells, number(cells, test), r.outcome, r.dirty, r.message);
+    for (const auto& [test, r] : run.records.results)
+        result(cells, number(cells, test), r.outcome, r.dirty, r.message, r.seconds);
     for (const auto& [test, why] : run.records.interrupted) interrupted(cells, test);
     push(std::move(run), std::move(cells));
 }
@@ -152,6 +154,7 @@ struct RunMatrix::Parsed {
         std::size_t position;  // in the plan, or npos
         std::string_view test, outcome, message;
         std::vector<std::string_view> dirty;
+        double seconds;
     };
     LoadedRun run;  // the plan without its tests, and what the records say about the run as a whole
     std::string plan_bytes, record_bytes;
@@ -189,7 +192,7 @@ void RunMatrix::Parsed::read(const fs::path& plan_file) {
         read_records(records_beside(file), record_bytes, [&](const RunRecord& record) {
             if (record.event == RunRecord::Event::result) {
                 results.push_back({position_of(record.test), record.test, record.outcome, record.message,
-                                   record.dirty ? *record.dirty : std::vector<std::string_view>{}});
+                                   record.dirty ? *record.dirty : std::vector<std::string_view>{}, record.seconds});
                 if (record.unblamed && !record.unblamed->empty()) add_record(r.records, record);  // the doubt it raises
             } else if (record.event == RunRecord::Event::interrupted) {
                 interrupted.push_back(record.test);
@@ -208,7 +211,7 @@ void RunMatrix::add(Parsed& parsed) {
         for (auto id : numbers) ++cells.cells[id].planned;
         for (auto& r : parsed.results) {
             const auto id = r.position != std::string_view::npos ? numbers[r.position] : number(cells, r.test);
-            result(cells, id, r.outcome, std::vector<std::string>(r.dirty.begin(), r.dirty.end()), r.message);
+            result(cells, id, r.outcome, std::vector<std::string>(r.dirty.begin(), r.dirty.end()), r.message, r.seconds);
         }
         for (const auto& test : parsed.interrupted) interrupted(cells, test);
     }
@@ -329,6 +332,8 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
         a.column = plan.column;
         a.outcome = outcome;
         a.beside = redone_.count(plan.id) != 0;
+        a.fresh = plan.fresh;
+        a.fork = !plan.fresh && runs_[r].records.isolation.rfind("fork", 0) == 0;
         if (c.extra) {
             const auto& extra = cells_[r].extras.at(*test);
             a.dirty = extra.dirty;
@@ -343,6 +348,14 @@ std::vector<std::pair<std::string, std::string>> RunMatrix::outcomes(std::option
     std::vector<std::pair<std::string, std::string>> out;
     out.reserve(runs_.size());
     visit(test, [&](std::size_t r, const Cell&, std::string_view outcome) { out.emplace_back(runs_[r].plan.id, outcome); });
+    return out;
+}
+
+std::vector<std::pair<std::size_t, double>> RunMatrix::durations(std::string_view test) const {
+    std::vector<std::pair<std::size_t, double>> out;
+    visit(find(test), [&](std::size_t r, const Cell& c, std::string_view) {
+        if (c.outcome != 0 && c.seconds >= 0) out.emplace_back(r, static_cast<double>(c.seconds));
+    });
     return out;
 }
 

@@ -84,6 +84,9 @@ public:
     std::vector<Attempt> attempts(std::string_view test) const { return attempts(find(test)); }
     // Run id -> outcome of each of those attempts, without building them.
     std::vector<std::pair<std::string, std::string>> outcomes(std::optional<std::uint32_t> test) const;
+    // Run (its place in runs()) -> seconds the test took in each attempt with a result that says
+    // (setup, call and teardown), in run order: what junit.xml reports.
+    std::vector<std::pair<std::size_t, double>> durations(std::string_view test) const;
     // The bytes that tell the test's attempts apart from another test's: tests with equal keys
     // have equal attempts. False (and no key) when a dirty group or message makes it unique.
     bool attempt_key(std::optional<std::uint32_t> test, std::string& key) const;
@@ -94,6 +97,7 @@ private:
         std::uint32_t outcome = 0;  // 0: no result, else 1 + the outcome's number
         bool interrupted = false;
         bool extra = false;  // has an entry in RunCells::extras
+        float seconds = -1;  // the result's duration; -1: none said
     };
     struct Extra {
         std::vector<std::string> dirty;
@@ -112,7 +116,7 @@ private:
     void planned(RunCells& run, std::string_view test);
     void interrupted(RunCells& run, std::string_view test);
     void result(RunCells& run, std::uint32_t test, std::string_view outcome, std::vector<std::string> dirty,
-                std::string_view message);
+                std::string_view message, double seconds);
     void push(LoadedRun run, RunCells cells);
     void add(Parsed& parsed);
 

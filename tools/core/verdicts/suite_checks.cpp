@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <cctype>
 #include <set>
 #include <unordered_set>
+
+#include "io/natural_order.hpp"
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 namespace {
@@ -122,7 +126,18 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     const auto& receipt = input.receipt;
     for (const auto& stray : receipt.stray_configs) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
-        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest if it were started in its directory"));
+        rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest started in its directory, "
+                                                          "or on a test of this suite below it"));
+    }
+    // Said once: a vendored tree's or a submodule's config concerns another suite.
+    if (const auto& ignored = receipt.stray_configs_ignored; !ignored.empty()) {
+        const auto in_submodules = receipt.stray_configs_in_submodules.size();
+        rows.push_back(suite_row(
+            "stray-configs-ignored", Verdict::stable,
+            std::to_string(ignored.size()) + (ignored.size() == 1 ? " config file" : " config files") +
+                " below ROOT could not re-root this suite's collection (no collected test lies below its directory" +
+                (in_submodules ? "; " + std::to_string(in_submodules) + " in git submodules" : std::string()) +
+                "), so none warns: " + list_some(ignored, 5)));
     }
     if (auto thinning = thinning_reason(receipt, rooted_as_meant(input)); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
     // The suite's own options and plugins a run is not (its cache, xdist's workers, reruns, coverage):
@@ -149,7 +164,7 @@ LedgerRow collection_row(const Receipt& receipt) {
     if (!broken.empty())
         return suite_row("collection", Verdict::missing, broken.size() == 1 ? broken[0] : broken[0] + "; " + broken[1]);
     if (receipt.tests.empty()) return suite_row("collection", Verdict::missing, "no tests collected");
-    return suite_row("collection", Verdict::stable, std::to_string(receipt.tests.size()) + " tests collected");
+    return suite_row("collection", Verdict::stable, counted(receipt.tests.size(), "test") + " collected");
 }
 
 // The collection against the committed baseline: fewer tests than it expects blocks.
@@ -338,6 +353,38 @@ std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const 
     return skipped;
 }
 
+// How many different orders the seed runs ran, and why a seed did not run: its order was one an
+// earlier seed ran (a small suite has few orders).
+LedgerRow orders_row(const Receipt& receipt, const std::vector<std::string>& run_here) {
+    const auto& orders = receipt.orders;
+    std::string reason = counted(orders.distinct, "distinct order") + " from " + counted(orders.seeds, "seed");
+    if (orders.repeats.empty()) return suite_row("orders", Verdict::stable, reason + ", each run once");
+    std::map<std::string, std::vector<std::string>> by_earlier;  // the earlier run -> the runs that would repeat it
+    for (const auto& [run, earlier] : orders.repeats)
+        if (std::find(run_here.begin(), run_here.end(), run) == run_here.end()) by_earlier[earlier].push_back(run);
+    std::string said;
+    for (auto& [earlier, runs] : by_earlier) {
+        std::sort(runs.begin(), runs.end(), natural_less);
+        if (const auto alone = std::find(runs.begin(), runs.end(), "first.1"); alone != runs.end()) {
+            runs.erase(alone);
+            runs.push_back("the alone pass");
+        }
+        said += (said.empty() ? "" : "; ") + list_some(runs, 4) + " would run " + earlier + "'s order";
+    }
+    if (!said.empty()) reason += ": " + said + ", so " + (orders.repeats.size() - run_here.size() == 1 ? "it did" : "they did") + " not run again";
+    if (!run_here.empty())
+        reason += std::string(said.empty() ? ": " : "; ") + list_some(run_here, 4) +
+                  " repeat an order another shard runs, and ran here all the same (this shard's gate needs runs of its own)";
+    const auto tests = receipt.tests.size();
+    const bool free = std::none_of(receipt.tests.begin(), receipt.tests.end(), [](const ReceiptTest& t) { return t.serial; });
+    if (free && tests <= 4) {  // why, for a suite small enough to count its orders
+        std::size_t all = 1;
+        for (std::size_t n = 2; n <= tests; ++n) all *= n;
+        reason += " (" + counted(tests, "test") + (tests == 1 ? " has " : " have ") + (all == 1 ? "one order" : "at most " + counted(all, "order")) + ")";
+    }
+    return suite_row("orders", Verdict::stable, reason);
+}
+
 // What every run's sandbox holds, as the receipt says: "HOME, TMPDIR, XDG_CONFIG_HOME, ...".
 std::string sandboxed_names(const Receipt& receipt) {
     if (receipt.sandbox_dir.empty() && receipt.sandboxed.empty()) return "HOME and TMPDIR";  // a receipt that does not say
@@ -385,6 +432,7 @@ std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
 
 std::vector<LedgerRow> run_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
+    if (input.receipt.orders.seeds > 0) rows.push_back(orders_row(input.receipt, input.repeats_run_here));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
     for (const auto& run : runs) present.insert(run.plan.id);
@@ -465,6 +513,58 @@ std::optional<LedgerRow> sandbox_row(const GateInput& input, const std::vector<L
     auto row = warning_row("sandbox", std::move(reason));
     row.tests = std::move(tests);
     return row;
+}
+
+namespace {
+
+// A WARN row naming every test among rows[first...] that `marked` marks (all of them in its
+// `tests`): "<n> test(s) <what>: <tests>; <why>". nullopt when none is marked.
+std::optional<LedgerRow> marked_tests_row(const std::vector<LedgerRow>& rows, std::size_t first, bool LedgerRow::*marked,
+                                          std::string check, const std::string& what, const std::string& why) {
+    std::vector<std::string> tests;
+    for (auto i = first; i < rows.size(); ++i)
+        if (rows[i].*marked) tests.push_back(rows[i].test);
+    if (tests.empty()) return std::nullopt;
+    auto row = warning_row(std::move(check), std::to_string(tests.size()) + " test(s) " + what + ": " + list_some(tests, 10) +
+                                                 (tests.size() > 10 ? " (all of them in 'tests')" : "") + "; " + why);
+    row.tests = std::move(tests);
+    return row;
+}
+
+}  // namespace
+
+std::optional<LedgerRow> fork_sensitive_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+    return marked_tests_row(rows, first, &LedgerRow::fork_sensitive, "fork-sensitive",
+                            "failed in forks of the collected session where fresh processes of the same order passed",
+                            "each reads state its module took at import (a time, a token, a cache, a path computed at import), "
+                            "which ages with the session and is shared by its forks; their verdicts rest on the runs that "
+                            "were not forks. Take such state when a test uses it (a fixture, a function), or set ISOLATION process");
+}
+
+std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std::size_t first) {
+    std::vector<LedgerRow> out;
+    for (auto i = first; i < rows.size(); ++i) {
+        const auto& test = rows[i];
+        if (test.unattributed.empty()) continue;
+        std::vector<std::string> quoted;
+        for (const auto& g : test.unattributed) quoted.push_back("'" + g + "'");
+        out.push_back(suite_row("unattributed:" + test.test, Verdict::polluter,
+                                list_some(quoted) + " changed while " + test.test + " ran (in " + list_some(test.unattributed_in, 3) +
+                                    "), and not when it ran alone in a fresh process: a process it did not start made the "
+                                    "change (one an earlier test left running, a detached daemon, a grandchild), without "
+                                    "declaring it; the writer is not named, and " + test.test + " is not blamed"));
+        out.back().dirty = test.unattributed;
+    }
+    return out;
+}
+
+std::optional<LedgerRow> colliding_row(const std::vector<LedgerRow>& rows, std::size_t first) {
+    return marked_tests_row(rows, first, &LedgerRow::collides, "collides",
+                            "failed only in runs that went beside other runs of the suite and passed each time those were "
+                            "done again alone",
+                            "each collides with another copy of itself (a fixed port, a path outside the sandbox), which plain "
+                            "pytest, one run at a time, never meets, but pytest-xdist or two CI jobs on one machine would; "
+                            "their verdicts rest on the runs alone");
 }
 
 }  // namespace evgate

@@ -1,6 +1,10 @@
 #include "verdicts/summary.hpp"
 
 #include <ostream>
+#include <string_view>
+#include <unordered_set>
+
+#include "verdicts/counts.hpp"
 
 namespace evgate {
 
@@ -29,15 +33,24 @@ std::vector<std::pair<Verdict, int>> GateSummary::verdict_counts() const {
 
 GateSummary summarize(const std::vector<LedgerRow>& rows) {
     GateSummary summary;
-    for (const auto& row : rows) summary.add(row);
+    // The runs the rows' outcomes name, as read_gate_summary counts them from the file. Rows with
+    // the same attempts share one list: each list is read once.
+    std::unordered_set<const void*> lists;
+    std::unordered_set<std::string_view> runs;
+    for (const auto& row : rows) {
+        summary.add(row);
+        if (row.outcomes.empty() || !lists.insert(&*row.outcomes.begin()).second) continue;
+        for (const auto& attempt : row.outcomes) runs.insert(attempt.first);
+    }
+    summary.runs = runs.size();
     return summary;
 }
 
-std::string summary_line(const GateSummary& s, std::size_t runs) {
-    std::string line = std::to_string(s.tests) + " tests over " + std::to_string(runs) + " runs: " +
+std::string summary_line(const GateSummary& s) {
+    std::string line = counted(static_cast<std::size_t>(s.tests), "test") + " over " + counted(s.runs, "run") + ": " +
                        std::to_string(s.blocked) + " block, " + std::to_string(s.deferred) + " defer, " +
                        std::to_string(s.passed()) + " pass";
-    if (s.suite_blocks) line += "; " + std::to_string(s.suite_blocks) + " suite check(s) block";
+    if (s.suite_blocks) line += "; " + counted(static_cast<std::size_t>(s.suite_blocks), "suite check") + (s.suite_blocks == 1 ? " blocks" : " block");
     return line;
 }
 
@@ -52,18 +65,18 @@ void print_rows(std::ostream& out, const GateSummary& summary) {
         if (row.warning) out << "WARN " << row.test << ": " << row.reason << '\n';
 }
 
-int print_summary(std::ostream& out, const std::string& suite, const GateSummary& s, std::size_t runs) {
-    out << "evidence-gate " << suite << ": " << summary_line(s, runs) << " -> " << s.decision() << '\n';
+int print_summary(std::ostream& out, const std::string& suite, const GateSummary& s) {
+    out << "evidence-gate " << suite << ": " << summary_line(s) << " -> " << s.decision() << '\n';
     return s.blocking();
 }
 
-int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs) {
+int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary) {
     print_rows(out, summary);
-    return print_summary(out, suite, summary, runs);
+    return print_summary(out, suite, summary);
 }
 
-int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
-    return print_gate(out, suite, summarize(rows), runs);
+int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows) {
+    return print_gate(out, suite, summarize(rows));
 }
 
 }  // namespace evgate

@@ -21,7 +21,7 @@ struct GateSummary {
     int tests = 0, blocked = 0, deferred = 0;   // of the test rows
     int checks = 0, suite_blocks = 0;           // suite rows, and those that block
     std::size_t runners = 0;  // runner columns that made it into the ledger (passing runner: rows)
-    std::size_t runs = 0;     // run ids the rows' outcomes name (read_gate_summary only)
+    std::size_t runs = 0;     // run ids the rows' outcomes name: the runs the summary line counts
 
     void add(const LedgerRow& row);
     int passed() const { return tests - blocked - deferred; }
@@ -36,14 +36,14 @@ bool printed(const LedgerRow& row);
 
 GateSummary summarize(const std::vector<LedgerRow>& rows);
 
-// "12 tests over 9 runs: 1 block, 0 defer, 11 pass; 1 suite check(s) block".
-std::string summary_line(const GateSummary& summary, std::size_t runs);
+// "12 tests over 9 runs: 1 block, 0 defer, 11 pass; 1 suite check blocks".
+std::string summary_line(const GateSummary& summary);
 
 // BLOCK/DEFER/WARN lines, then a one-line summary; the print functions return the number
 // of blocking rows.
 void print_rows(std::ostream& out, const GateSummary& summary);
-int print_summary(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs);
-int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary, std::size_t runs);
-int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
+int print_summary(std::ostream& out, const std::string& suite, const GateSummary& summary);
+int print_gate(std::ostream& out, const std::string& suite, const GateSummary& summary);
+int print_gate(std::ostream& out, const std::string& suite, const std::vector<LedgerRow>& rows);
 
 }  // namespace evgate

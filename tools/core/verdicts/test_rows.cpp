@@ -138,6 +138,10 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
             row.reproduce = replay_command(input.evgate, input.suite_file, *request);
     row.dirty = c.dirty;
     row.also = c.also;
+    row.fork_sensitive = c.fork_sensitive;
+    row.collides = c.collides;
+    row.unattributed = c.unattributed;
+    row.unattributed_in = c.unattributed_in;
     row.outcomes = outcomes;
     apply_policy(row, c.verdict, test, input);
     return row;

@@ -1,6 +1,8 @@
 #include "verdicts/triage.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <utility>
 
 namespace evgate {
@@ -128,7 +130,113 @@ std::string_view outcome_class(std::string_view outcome) {
     return "";
 }
 
-Classification classify(const std::vector<Attempt>& attempts) {
+namespace {
+
+// ------------------------------------------------------------------ forks weighed against fresh processes
+
+bool local_result(const Attempt& a, std::string_view cls = {}) {
+    const auto c = outcome_class(a.outcome);
+    return a.column == Column::local && !c.empty() && (cls.empty() || c == cls);
+}
+
+struct ForkCounts {
+    std::size_t failed = 0, runs = 0;  // fork attempts with a result, and those that failed
+    std::vector<std::string> fresh_passed;
+};
+
+// The attempts that were not forks, and why, when forks' failures are set aside; else nullopt.
+std::optional<std::pair<std::vector<Attempt>, std::string>> without_forks(const std::vector<Attempt>& attempts) {
+    std::map<std::string, ForkCounts> by_order;
+    std::vector<std::string> failed_in;
+    for (const auto& a : attempts) {
+        if (!local_result(a)) continue;
+        const bool failed = outcome_class(a.outcome) == "fail";
+        if (failed && !a.fork) return std::nullopt;  // a process failed it too: no fork's doing
+        auto& counts = by_order[a.order];
+        if (a.fork) {
+            ++counts.runs;
+            if (failed) {
+                ++counts.failed;
+                failed_in.push_back(a.run);
+            }
+        } else if (a.fresh) {
+            counts.fresh_passed.push_back(a.run);
+        }
+    }
+    std::vector<std::string> confirmed;
+    for (const auto& [order, counts] : by_order) {
+        const auto needed = fresh_runs_needed(counts.failed, counts.runs);
+        if (needed > 0 && counts.fresh_passed.size() >= needed)
+            confirmed.insert(confirmed.end(), counts.fresh_passed.begin(), counts.fresh_passed.end());
+    }
+    if (confirmed.empty()) return std::nullopt;
+    std::vector<Attempt> kept;
+    for (const auto& a : attempts)
+        if (!a.fork) kept.push_back(a);
+    return std::pair{std::move(kept),
+                     "; fork-sensitive: it failed only in forks of the collected session (" + some_of(failed_in) +
+                         ") and passed in fresh processes of the same order (" + some_of(confirmed) +
+                         "): it reads state taken when the collection imported it (a time, a token, a path computed "
+                         "at import), which ages with the session and is shared by its forks; the verdict rests on "
+                         "the runs that were not forks"};
+}
+
+// The attempts of runs that were not beside others, and why, when every failure was seen beside
+// another run and the redos alone passed often enough; else nullopt.
+std::optional<std::pair<std::vector<Attempt>, std::string>> without_beside(const std::vector<Attempt>& attempts) {
+    constexpr std::string_view kApart = ".apart";
+    std::vector<std::string> failed_in, passed_apart;
+    std::size_t beside = 0;
+    for (const auto& a : attempts) {
+        if (!local_result(a)) continue;
+        const bool failed = outcome_class(a.outcome) == "fail";
+        if (a.beside) {
+            ++beside;
+            if (failed) failed_in.push_back(a.run);
+        } else if (failed) {
+            return std::nullopt;  // failed with nothing beside it too
+        } else if (a.run.size() > kApart.size() && a.run.compare(a.run.size() - kApart.size(), kApart.size(), kApart) == 0) {
+            passed_apart.push_back(a.run);
+        }
+    }
+    const auto needed = fresh_runs_needed(failed_in.size(), beside);
+    if (needed == 0 || needed > kMostFreshRuns || passed_apart.size() < needed) return std::nullopt;
+    std::vector<Attempt> kept;
+    for (const auto& a : attempts)
+        if (!a.beside) kept.push_back(a);
+    return std::pair{std::move(kept),
+                     "; it collides with another copy of itself: it failed only in runs that went beside other runs (" +
+                         some_of(failed_in) + ") and passed each time they were done again alone (" + some_of(passed_apart) +
+                         ") — a fixed port, or a path outside the sandbox, which plain pytest, one run at a time, never "
+                         "shares; the verdict rests on the runs alone"};
+}
+
+// Where the test ran alone in a fresh process and changed nothing there: what it changed in other
+// runs, taken off it (the groups and runs), with its attempts cleaned; else nullopt.
+struct Unattributed {
+    std::vector<Attempt> attempts;
+    std::vector<std::string> groups, runs, alone;
+};
+std::optional<Unattributed> not_its_changes(const std::vector<Attempt>& attempts) {
+    Unattributed u;
+    std::set<std::string> groups;
+    for (const auto& a : attempts) {
+        const bool alone_fresh = a.fresh && a.order == kAloneOrder && local_result(a);
+        if (alone_fresh && !a.dirty.empty()) return std::nullopt;  // alone, it did it: its own change
+        if (alone_fresh) u.alone.push_back(a.run);
+        if (!a.dirty.empty()) {
+            groups.insert(a.dirty.begin(), a.dirty.end());
+            u.runs.push_back(a.run);
+        }
+    }
+    if (u.alone.empty() || groups.empty()) return std::nullopt;
+    u.groups.assign(groups.begin(), groups.end());
+    u.attempts = attempts;
+    for (auto& a : u.attempts) a.dirty.clear();
+    return u;
+}
+
+Classification by_precedence_of(const std::vector<Attempt>& attempts) {
     const Observations o = observe(attempts);
     Classification result;
     bool found = false;
@@ -148,6 +256,41 @@ Classification classify(const std::vector<Attempt>& attempts) {
         result.reason = "no result in any run";
     }
     result.dirty = dirty_names(o.dirty);
+    return result;
+}
+
+}  // namespace
+
+std::size_t fresh_runs_needed(std::size_t failed, std::size_t runs) {
+    if (failed == 0 || runs == 0) return 0;
+    if (failed >= runs) return 2;
+    const double p = static_cast<double>(failed) / static_cast<double>(runs);
+    const auto needed = static_cast<std::size_t>(std::ceil(std::log(0.05) / std::log(1.0 - p)));
+    return std::max<std::size_t>(needed, 2);
+}
+
+Classification classify(const std::vector<Attempt>& attempts) {
+    const auto unattributed = not_its_changes(attempts);
+    const auto& own = unattributed ? unattributed->attempts : attempts;
+    const auto processes = without_forks(own);
+    const auto& unforked = processes ? processes->first : own;
+    const auto alone = without_beside(unforked);
+    auto result = by_precedence_of(alone ? alone->first : unforked);
+    if (processes) {
+        result.fork_sensitive = true;
+        result.reason += processes->second;
+    }
+    if (alone) {
+        result.collides = true;
+        result.reason += alone->second;
+    }
+    if (unattributed) {
+        result.unattributed = dirty_names({unattributed->groups.begin(), unattributed->groups.end()});
+        result.unattributed_in = unattributed->runs;
+        result.reason += "; not blamed for changing " + listed(result.unattributed) + " while it ran (in " +
+                         some_of(unattributed->runs) + "): alone in a fresh process (" + some_of(unattributed->alone) +
+                         ") it changed nothing";
+    }
     return result;
 }
 

@@ -26,6 +26,8 @@ struct Attempt {
     std::string message;
     Column column = Column::local;
     bool beside = false;  // the run went beside other runs and was done again alone
+    bool fork = false;    // it ran in a fork of the collected session (a run of forks and then processes counts)
+    bool fresh = false;   // a fresh process that confirms what forks showed (never a fork)
 };
 
 struct Classification {
@@ -33,9 +35,37 @@ struct Classification {
     std::vector<Verdict> also;  // the other verdicts that applied, in precedence order
     std::string reason;
     std::vector<std::string> dirty;  // groups changed outside the lease, over all attempts
+    // Forks of the collected session showed failures that fresh processes of the same order did
+    // not: the verdict rests on the attempts that were not forks.
+    bool fork_sensitive = false;
+    // It failed only in runs that went beside other runs, and passed when they were done again
+    // alone, often enough to rule out chance: it collides with another copy of itself; the
+    // verdict rests on the runs alone.
+    bool collides = false;
+    // Groups (and source-tree files) that changed while the test ran but not when it ran alone in
+    // a fresh process: not its doing, and not blamed on it; the runs they changed in.
+    std::vector<std::string> unattributed, unattributed_in;
 };
 
+// Of every attempt of one test, its verdict. Two kinds of attempt are weighed first:
+// - where forks failed and fresh processes of the same order (Attempt::fresh) passed often
+//   enough (fresh_runs_needed), and no other process failed, the forks are set aside;
+// - where it failed only in runs beside others and their redos alone (`.apart`) passed as often
+//   (fresh_runs_needed again), the runs beside are set aside;
+// - where the test changed a group in some run but not when replayed alone in a fresh process,
+//   the change is not its own (a process another test left running made it).
 Classification classify(const std::vector<Attempt>& attempts);
+
+// How many fresh processes of an order must all pass, where forks of it failed `failed` of `runs`
+// times, before the forks' failures are set aside: enough that a test failing as often in a fresh
+// process would have failed at least once, 19 times in 20 (and two at least: fresh processes must
+// agree with each other). 0 when there is nothing to confirm; more than kMostFreshRuns means
+// fresh processes cannot tell them apart at a cost worth paying, and none are run.
+std::size_t fresh_runs_needed(std::size_t failed, std::size_t runs);
+constexpr std::size_t kMostFreshRuns = 6;
+
+// The order of the alone pass and of the runs that replay one test by itself.
+constexpr std::string_view kAloneOrder = "alone";
 
 // pass / fail / skip: what an outcome says about the test, or "" for no result.
 std::string_view outcome_class(std::string_view outcome);

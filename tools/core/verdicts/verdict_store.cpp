@@ -187,7 +187,8 @@ std::optional<std::string> find_verdict(const std::filesystem::path& store, std:
 EntryOutput entry_output(const std::filesystem::path& store, std::string_view test) {
     StoreFile file(store);
     if (!file.exists())
-        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run\n"
+        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run "
+                "since its receipt step (a ctest interrupted before the ledger clears an earlier run's verdicts)\n"
                 "<CTestDetails>no verdict: the ledger step has not run</CTestDetails>\n", 1};
     auto text = file.find(test);
     if (!text)

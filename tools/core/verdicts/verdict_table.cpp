@@ -7,6 +7,7 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include "verdicts/counts.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {
@@ -16,10 +17,27 @@ using Reason = std::optional<std::string>;
 
 // ------------------------------------------------------------------ the rules, one per verdict
 
+// The runs with a result of class `cls`, here and on the other columns (perturbed, runners):
+// what the row's outcomes list, so that a reason's count is theirs (counts.hpp spells it).
+std::vector<std::string> everywhere(const Observations& o, const std::string& cls) {
+    std::vector<std::string> runs;
+    for (const auto* by_class : {&o.runs_by_class, &o.remote_runs_by_class})
+        if (const auto it = by_class->find(cls); it != by_class->end()) runs.insert(runs.end(), it->second.begin(), it->second.end());
+    return runs;
+}
+
+std::size_t with_a_result(const Observations& o) {
+    std::size_t n = 0;
+    for (const auto& [cls, runs] : o.runs_by_class) n += runs.size();
+    for (const auto& [cls, runs] : o.remote_runs_by_class) n += runs.size();
+    return n;
+}
+
 Reason stable(const Observations& o) {
     if (!o.passes_locally()) return std::nullopt;
-    if (o.count("skip")) return "passes in " + o.runs("pass") + " and is skipped in " + o.runs("skip") + ": it never fails";
-    return "passes in every run (" + std::to_string(o.count("pass")) + ")";
+    if (const auto skipped = everywhere(o, "skip"); !skipped.empty())
+        return "passes in " + o.runs("pass") + " and is skipped in " + some_of(skipped) + ": it never fails";
+    return "passes in every run (" + counted(with_a_result(o), "run") + ")";
 }
 
 Reason skipped(const Observations& o) {
@@ -61,8 +79,11 @@ Reason polluter(const Observations& o) {
 
 Reason failing(const Observations& o) {
     if (!o.fails_locally()) return std::nullopt;
-    return "fails in every run (" + std::to_string(o.count("fail")) + " runs" +
-           (o.alone_tried ? ", alone too" : ", not tried alone") + ")" + o.fail_message;
+    const auto alone = o.alone_tried ? ", alone too" : ", not tried alone";
+    const auto total = with_a_result(o), failed = everywhere(o, "fail").size();
+    if (failed == total) return "fails in every run (" + counted(total, "run") + alone + ")" + o.fail_message;
+    return "fails in every local run (" + std::to_string(o.count("fail")) + " of " + counted(total, "run") + alone +
+           "; not on every other column)" + o.fail_message;
 }
 
 Reason portability_gap(const Observations& o) {

@@ -25,7 +25,7 @@ std::size_t validate_inputs(const SuiteConfig& suite);
 
 // What the gate judges on, before the runs are added; and the ledger written and printed.
 GateInput gate_input(const SuiteConfig& suite, Receipt receipt);
-int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, std::size_t runs);
+int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows);
 
 // inputs.cpp
 void baseline_options(Options& accepted);

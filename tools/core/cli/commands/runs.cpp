@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
+#include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
+#include "runs/confirm_fresh.hpp"
 #include "runs/culprits.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
@@ -19,6 +21,7 @@
 #include "runs/receipt.hpp"
 #include "runs/replay.hpp"
 #include "runs/rerun_planner.hpp"
+#include "runs/sandbox.hpp"
 #include "runs/order_run.hpp"
 #include "inputs/shards.hpp"
 #include "runs/shuffle.hpp"
@@ -56,6 +59,7 @@ int cmd_fixtures(Invocation& in) {
 
 int cmd_manifest(Invocation& in) {
     const auto& suite = in.suite();
+    check_bytecode_cache(suite);
     write_env_manifest(suite, suite.manifest_file());
     std::cout << "evgate: wrote " << suite.manifest_file().string() << '\n';
     return 0;
@@ -65,9 +69,10 @@ int cmd_receipt(Invocation& in) {
     const auto& suite = in.suite();
     validate_inputs(suite);  // fail before any run, not at the gate
     fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
-    // Nor its ledger and reports: when a step of this invocation is killed before the ledger
-    // step, an earlier verdict must not be left to be read as this one's.
-    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit})
+    // Nor its ledger, reports and per-test verdicts: when a step of this invocation is killed
+    // (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
+    for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit,
+                              evidence::kVerdictStore})
         fs::remove(suite.evidence_dir / stale);
     // The collection is a pytest process like any run: the tree is snapshotted before it, and
     // what its imports changed is put back and blocks (never taken for pristine).
@@ -75,6 +80,7 @@ int cmd_receipt(Invocation& in) {
     FixtureStore store(suite);
     // Its pytest stays, collected, as the server of every run's fork (fork_server.hpp).
     ForkServerStart serving(suite);
+    check_bytecode_cache(suite);
     const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
         const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
         receipt = take_receipt(suite, &pristine, serving.hooks());
@@ -85,7 +91,13 @@ int cmd_receipt(Invocation& in) {
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
     for (const auto& error : receipt.errors) std::cout << "  collection error: " << error << '\n';
+    for (const auto& file : receipt.built)
+        std::cout << "  built file under test: " << file.path << (file.target.empty() ? "" : " (" + file.target + ")") << ", "
+                  << file.size << " bytes, " << file.digest << '\n';
     for (const auto& stray : receipt.stray_configs) std::cout << "  stray config file: " << stray << '\n';
+    if (!receipt.stray_configs_ignored.empty())
+        std::cout << "  " << receipt.stray_configs_ignored.size()
+                  << " other config file(s) below ROOT, where no collected test lies: ignored\n";
     const auto& isolation = serving.isolation();
     if (isolation.forks)
         std::cout << "evgate: " << suite.name << ": the collected session serves every run as a fork (pid " << isolation.server->pid << ")\n";
@@ -94,7 +106,7 @@ int cmd_receipt(Invocation& in) {
     const auto problems = receipt_problems(suite, receipt);
     if (problems.empty()) return 0;
     // No run can be trusted: the ledger says why now, since the gate will not run.
-    write_and_print(suite, receipt_rows(gate_input(suite, receipt)), 0);
+    write_and_print(suite, receipt_rows(gate_input(suite, receipt)));
     std::cerr << "evgate: error: the receipt of suite '" << suite.name << "' does not hold:\n";
     for (const auto& p : problems) std::cerr << "  " << p << '\n';
     std::cerr << "  Path: '" << suite.receipt_file().string() << "'\n";
@@ -138,6 +150,15 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
     return 1;
 }
 
+// A run whose order an earlier seed runs already (distinct_orders.hpp): said, and not run again.
+bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    if (!repeat_left_out(receipt, run_id)) return false;
+    const auto repeat = receipt.orders.repeats.find(run_id);
+    std::cout << "evgate: " << suite.name << ": " << run_id << " would run the order " << repeat->second << " runs ("
+              << receipt.tests.size() << (receipt.tests.size() == 1 ? " test" : " tests") << " collected): not run again\n";
+    return true;
+}
+
 int cmd_run(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
@@ -146,6 +167,7 @@ int cmd_run(Invocation& in) {
     plan.seed = in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
+    if (repeats_an_order(suite, receipt, plan.id)) return 77;
     plan.access = store.access_for(receipt);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
@@ -161,7 +183,6 @@ int cmd_perturbed(Invocation& in) {
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     FixtureStore store(suite);  // not before: another shard's run leaves the fixture groups alone
     store.restore_if_pending();
-    fs::remove_all(suite.evidence_dir / evidence::kPerturbed);
     const auto perturbation = choose_perturbation(suite);
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
     plan.environment = perturbation.environment;
@@ -176,6 +197,7 @@ int cmd_perturbed(Invocation& in) {
 int cmd_release(Invocation& in) {
     const auto& suite = in.suite();
     const auto stopped = stop_fork_server(suite);
+    remove_suite_sandboxes(suite);  // the collection's, and what an interrupted invocation left
     std::cout << "evgate: " << suite.name << ": " << (stopped.empty() ? "no collected session was serving" : stopped) << '\n';
     return 0;
 }
@@ -276,7 +298,7 @@ bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.
 // A run of the alone pass: one test, first after the collection (cmd_alone).
 bool is_first(const RunPlan& plan) {
     return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos &&
-           plan.confirms.empty();
+           plan.confirms.empty() && !plan.fresh;
 }
 
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
@@ -298,6 +320,23 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
             status |= run_and_report(suite, receipt, store, plan);
         }
         runs = load_runs(suite, receipt.id);
+    }
+}
+
+// What forks showed that blocks is checked in fresh processes (runs/confirm_fresh.hpp): a first
+// round of one per order (a failure there confirms the forks), then the rest where it passed,
+// then what those showed (a change a fresh process made is replayed alone in turn); each round
+// confirmed alone where it went beside other runs.
+void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<LoadedRun> runs, int& status) {
+    constexpr int kRounds = 3;
+    for (int round = 0; round < kRounds; ++round) {
+        const auto plans = plan_fresh(runs, receipt, FreshLimits{});
+        if (plans.empty()) return;
+        std::cout << "evgate: " << suite.name << ": " << plans.size()
+                  << " fresh process(es) to confirm what forks showed: " << plans.front().id
+                  << (plans.size() > 1 ? " and " + std::to_string(plans.size() - 1) + " more" : "") << std::endl;
+        status |= run_all(suite, receipt, store, plans);
+        runs = confirm_alone(suite, receipt, store, true, load_runs(suite, receipt.id), status);
     }
 }
 
@@ -335,8 +374,9 @@ int cmd_rerun(Invocation& in) {
     std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
     // Without reruns the runs are as read above: read only once when nothing needs doing again.
-    confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
+    runs = confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
+    confirm_fresh(suite, receipt, store, std::move(runs), status);
     return status;
 }
 
@@ -368,6 +408,7 @@ int cmd_alone(Invocation& in) {
         plan.id = "first." + std::to_string(n);
         plan.order = "alone";
         plan.tests = {collected[n - 1].id};
+        if (repeats_an_order(suite, receipt, plan.id)) continue;
         if (merging) {  // a merge job takes each from the shard that ran it
             imported += import_run(suite, receipt, plan.id);
             continue;
@@ -375,6 +416,7 @@ int cmd_alone(Invocation& in) {
         if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
         plans.push_back(std::move(plan));
     }
+    if (collected.size() == 1 && repeat_left_out(receipt, "first.1")) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;

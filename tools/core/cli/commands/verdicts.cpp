@@ -12,6 +12,7 @@
 #include "runs/ctest_selection.hpp"
 #include "runs/receipt.hpp"
 #include "io/date.hpp"
+#include "runs/bytecode_cache.hpp"
 #include "runs/discover_cache.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
@@ -54,9 +55,9 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
 }
 
 // Writes the ledger and prints the gate; returns the number of blocking rows (receipt step).
-int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows, std::size_t runs) {
+int write_and_print(const SuiteConfig& suite, const std::vector<LedgerRow>& rows) {
     write_file_atomic(suite.ledger_file(), ledger_jsonl(rows));
-    const int blocked = print_gate(std::cout, suite.name, rows, runs);
+    const int blocked = print_gate(std::cout, suite.name, rows);
     std::cout << "ledger: " << suite.ledger_file().string() << '\n';
     return blocked;
 }
@@ -88,7 +89,7 @@ void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
 
 // The ledger from the receipt and every run, with the reports and the per-test verdicts; its
 // summary, which the reports print and the caller prints.
-GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std::size_t& runs) {
+GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in) {
     // The runs are read while the receipt is; its id is needed only once a run is parsed.
     auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
     std::optional<Receipt> receipt;
@@ -113,9 +114,13 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
     };
     for (int k = 0; k <= suite.seeds; ++k) {
         const std::string id = "seed." + std::to_string(k);
-        if (expected(id, static_cast<std::uint64_t>(k))) input.expected_runs.push_back(id);
+        // A seed whose order an earlier one runs here is not run (distinct_orders.hpp): no result is due.
+        if (expected(id, static_cast<std::uint64_t>(k)) && !repeat_left_out(input.receipt, id))
+            input.expected_runs.push_back(id);
     }
     if (suite.perturb && expected("perturbed", 0)) input.expected_runs.push_back("perturbed");
+    for (const auto& [run, earlier] : input.receipt.orders.repeats)
+        if (!repeat_left_out(input.receipt, run)) input.repeats_run_here.push_back(run);
     input.shard_problems = shard_problems(suite, input.receipt);
     for (const auto& f : foreign) {
         std::string keys;
@@ -148,7 +153,6 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
     reports.get();
     junit.get();
     check_entries(suite, input.receipt);
-    runs = input.runs.size();
     return summary;
 }
 
@@ -198,9 +202,8 @@ int cmd_ledger(Invocation& in) {
     // The runs are over: a restore a killed run left pending (its step was ended by its CTest
     // TIMEOUT) is completed before anyone reads the fixtures again.
     say_restored(suite, FixtureStore(suite).restore_if_pending());
-    std::size_t runs = 0;
-    const auto summary = build_and_write(suite, in, runs);
-    print_summary(std::cout, suite.name, summary, runs);  // the gate step prints the rows
+    const auto summary = build_and_write(suite, in);
+    print_summary(std::cout, suite.name, summary);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     archive_if_asked(suite, std::cout);
     // Here, not in the gate: the gate's output is what --output-on-failure shows when rows
@@ -211,15 +214,8 @@ int cmd_ledger(Invocation& in) {
 
 int cmd_gate(Invocation& in) {
     const auto& suite = in.suite();
-    std::size_t runs = 0;
-    GateSummary summary;
-    if (in.has("from-ledger")) {
-        summary = read_gate_summary(suite.ledger_file());
-        runs = summary.runs;
-    } else {
-        summary = build_and_write(suite, in, runs);
-    }
-    const int blocked = print_gate(std::cout, suite.name, summary, runs);
+    const auto summary = in.has("from-ledger") ? read_gate_summary(suite.ledger_file()) : build_and_write(suite, in);
+    const int blocked = print_gate(std::cout, suite.name, summary);
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     return blocked > 0 ? 1 : 0;
 }
@@ -242,6 +238,7 @@ int cmd_discover(Invocation& in) {
     // The first pytest process of a ctest invocation: the tree is taken alone and snapshotted
     // before it collects, and what its imports changed is put back and blocks at the gate.
     Receipt collected;
+    check_bytecode_cache(suite);
     FixtureStore(suite).guard_collection("discovery", "collection at ctest start (discovery)",
                                          [&] { collected = collection_now(suite); });
     std::vector<std::string> ids;
