@@ -21,6 +21,7 @@ import types
 
 import pytest
 
+from evidence_gate_aside import set_aside
 from evidence_gate_manifest import write_json_atomic
 
 SCHEMA = 1
@@ -75,6 +76,7 @@ class CollectRecorder:
             "pytest_version": pytest.__version__,
             "tests": [describe(item) for item in session.items],
             "deselected": self.lost(session.items),
+            "set_aside": set_aside(config, session.items),
             "pytest_plugins_env": [name.strip() for name in os.environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()],
             "errors": self.errors,
             "exitstatus": int(exitstatus),

@@ -46,6 +46,7 @@ import threading
 
 import pytest
 
+from evidence_gate_aside import idle_threads
 from evidence_gate_fork_server import child_processes, start_server
 from evidence_gate_fork_worker import Worker
 from evidence_gate_manifest import write_json_atomic
@@ -140,8 +141,9 @@ def unsafe(session):
         return "the collection had errors: every run stops at them, a fresh process as well"
     if not session.items:
         return "nothing was collected"
-    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
-    tasks = len(os.listdir("/proc/self/task"))
+    idle = idle_threads(session.config)
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread() and t not in idle]
+    tasks = len(os.listdir("/proc/self/task")) - len(idle)
     if threads or tasks > 1:
         named = f" ({', '.join(sorted(threads))})" if threads else ""
         return (f"{tasks - 1} thread(s) besides the main one were alive after collection{named}: "

@@ -20,16 +20,19 @@ class Leftovers:
     made while an earlier test's leftovers run cannot be blamed on anyone.
     """
 
-    def __init__(self):
-        self.threads = {threading.main_thread()}  # known: anything else was started by someone
+    def __init__(self, known=()):
+        # Known: the main thread and `known` (a plugin's idle threads, evidence_gate_aside);
+        # anything else was started by someone.
+        self.threads = {threading.main_thread(), *known}
         self.children = set()
         self.left = []  # (owner, thread or pid), still running at the last look
         self.tasks = {}  # thread -> descriptor of its /proc/self/task/<tid>/children
 
     def note(self, owner):
-        if len(self.threads) == 1 and not self.children and threading.active_count() == 1 \
+        if not self.children and threading.active_count() == len(self.threads) \
+                and all(thread.is_alive() for thread in self.threads) \
                 and not self.children_of(threading.main_thread()):
-            return  # as at the last note: the main thread alone, no child (most tests)
+            return  # as at the last note: the same threads, no child (most tests)
         threads = set(threading.enumerate())
         children = self.child_pids(threads)
         self.left += [(owner, thread) for thread in threads - self.threads]

@@ -17,8 +17,10 @@ and registered as a plugin only while it runs:
   ``evidence_gate_collect``: one JSON document describing the suite and the configuration
   that found it.
 
-``evidence_gate_manifest`` (the environment manifest) needs no pytest, so taking it costs
-no pytest start-up.
+In every mode, ``evidence_gate_aside`` sets aside what the suite's own setup asks for that a
+run is not (pytest's cache, the reorderers, pytest-xdist's workers, reruns, coverage), and
+says so. ``evidence_gate_manifest`` (the environment manifest) needs no pytest, so taking it
+costs no pytest start-up.
 """
 
 import pytest
@@ -31,8 +33,9 @@ from evidence_gate_records import RunRecorder
 # process left cut short is gone before it is read (evidence_gate_bytecode).
 verify_cached_bytecode()
 
-# Fork mode (--evidence-gate-serve): its options, hook and plugin are in a module of their own.
-pytest_plugins = ("evidence_gate_fork",)
+# Fork mode (--evidence-gate-serve) and what every evidence run sets aside of the suite's own
+# setup: each in a module of its own, with its options and hooks.
+pytest_plugins = ("evidence_gate_fork", "evidence_gate_aside")
 
 MARKERS = (
     "writes(group, ...): the test owns these evidence-gate fixture groups.",

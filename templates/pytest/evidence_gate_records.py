@@ -20,7 +20,6 @@ event as it happens, so a crashed run still leaves readable evidence:
 evgate reads the channel and writes the records file itself: only this process's records count.
 """
 
-import importlib.metadata
 import json
 import os
 import random
@@ -29,14 +28,12 @@ import stat
 
 import pytest
 
+from evidence_gate_aside import REORDERERS, idle_threads, installed_reorderers, set_aside
 from evidence_gate_collect import loaded_conftests
 from evidence_gate_leases import Leases
 from evidence_gate_leftovers import Leftovers, describe_leftovers
 from evidence_gate_scopes import Scopes, merged
 from evidence_gate_tree import SOURCE_TREE
-
-# Plugins that reorder tests themselves; evgate passes -p no:<name> for them.
-REORDERERS = {"randomly": "pytest-randomly", "random_order": "pytest-random-order"}
 
 PHASES = ("setup", "call", "teardown")
 
@@ -57,7 +54,7 @@ class RunRecorder:
         self.records = open_records(option)
         self.leases = None
         self.scopes = None
-        self.leftovers = Leftovers()
+        self.leftovers = Leftovers(known=idle_threads(config))
         self.session = None
         self.exitstatus = None
         self.after_finish = None
@@ -95,6 +92,8 @@ class RunRecorder:
             for name in self.active_reorderers():
                 reporter.write_line(f"evidence-gate: warning: {REORDERERS[name]} is active; "
                                     f"evgate runs pass -p no:{name}")
+            for phrase in set_aside(self.config):
+                reporter.write_line(f"evidence-gate: set aside {phrase}")
 
     def active_reorderers(self):
         return sorted(name for name in REORDERERS if self.config.pluginmanager.has_plugin(name))
@@ -312,20 +311,6 @@ def read_json(path):
             return json.load(f)
     except (OSError, ValueError) as e:
         raise pytest.UsageError(f"{path}: {e}") from None
-
-
-def installed_reorderers():
-    """Reordering plugins installed as pytest11 entry points, enabled or not."""
-    installed = []
-    for name, dist in REORDERERS.items():
-        # By name: reading every installed distribution's entry points costs milliseconds.
-        try:
-            entry_points = importlib.metadata.distribution(dist).entry_points
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        if any(ep.group == "pytest11" and ep.name == name for ep in entry_points):
-            installed.append(name)
-    return sorted(installed)
 
 
 def classify(reports, called=True, call_error=None):

@@ -16,6 +16,6 @@ from pathlib import Path
 # tests/, which holds the harness: CTest runs this folder as a rootdir of its own.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.fixtures import build_dir, canary, source_dir  # noqa: E402
+from harness.fixtures import build_dir, canary, project, source_dir  # noqa: E402
 
-__all__ = ["build_dir", "canary", "source_dir"]
+__all__ = ["build_dir", "canary", "project", "source_dir"]

@@ -18,9 +18,10 @@ BUILD_TIMEOUT = 600
 
 # A user's environment normally has none of these. PYTHONDONTWRITEBYTECODE above all: the
 # product must keep bytecode and caches out of the source tree by itself. The consumer finds
-# the product through EvidenceGate_DIR only.
+# the product through EvidenceGate_DIR only. PYTEST_DISABLE_PLUGIN_AUTOLOAD keeps the installed
+# plugins out of the harness's own pytest (the version matrix); the consumers' pytest loads them.
 NOT_INHERITED = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "EVIDENCE_GATE_RUNNER_BUNDLES", "CTEST_PARALLEL_LEVEL",
-                 "CTEST_OUTPUT_ON_FAILURE", "MAKEFLAGS", "EVIDENCE_GATE_BUILD_DIR")
+                 "CTEST_OUTPUT_ON_FAILURE", "MAKEFLAGS", "EVIDENCE_GATE_BUILD_DIR", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 
 
 def child_env(**extra):

@@ -65,6 +65,42 @@ class Gate:
             return [json.loads(line) for line in f]
 
 
+@pytest.fixture
+def fake_randomly(gate, monkeypatch):
+    """An installed 'pytest-randomly' (pytest11 entry point 'randomly') that reverses the tests."""
+    site = gate.path / "site"
+    dist_info = site / "pytest_randomly-9.9.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest-randomly\nVersion: 9.9\n")
+    (dist_info / "entry_points.txt").write_text("[pytest11]\nrandomly = randomly\n")
+    (site / "randomly.py").write_text("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), str(site)]))
+    # Entry points must load here, as in a real installation.
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    gate.pytester.makepyfile(test_abc="def test_a(): pass\ndef test_b(): pass\ndef test_c(): pass\n")
+    return ["test_abc.py::test_b", "test_abc.py::test_c", "test_abc.py::test_a"]
+
+
+# A conftest.py shaped as pytest-rerunfailures is when pytest-xdist is installed: at configuration
+# it keeps, as config.failures_db, a server of rerun counts for xdist's workers, whose thread waits
+# for them from then on. `target` is the thread's: the server's own method, or anything else.
+def status_server_conftest(target="self.run_server"):
+    return f"""
+import threading
+
+class StatusServer:
+    def __init__(self):
+        self.stop = threading.Event()
+        threading.Thread(target={target}, daemon=True).start()
+
+    def run_server(self):
+        self.stop.wait()
+
+def pytest_configure(config):
+    config.failures_db = StatusServer()
+"""
+
+
 def results(records):
     return {r["test"]: r for r in records if r["event"] == "result"}
 

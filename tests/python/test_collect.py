@@ -58,7 +58,8 @@ def test_collect_document(gate, monkeypatch):
     assert doc["args"] == ["tests"]
     assert doc["invocation_dir"] == str(pytester.path)
     assert doc["conftests"] == sorted([str(pytester.path / "conftest.py"), str(pytester.path / "tests/conftest.py")])
-    assert doc["plugins"] == [{"name": "evidence_gate_fork", "dist": None, "version": None},
+    assert doc["plugins"] == [{"name": "evidence_gate_aside", "dist": None, "version": None},
+                              {"name": "evidence_gate_fork", "dist": None, "version": None},
                               {"name": "evidence_gate_pytest", "dist": None, "version": None}]
     assert doc["python"] == sys.executable
     assert doc["pytest_version"] == pytest.__version__

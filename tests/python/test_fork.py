@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import PLUGIN_DIR, TIMEOUT, make_tree
+from conftest import PLUGIN_DIR, TIMEOUT, make_tree, status_server_conftest
 
 
 class Served:
@@ -326,6 +326,16 @@ def test_no_server_where_a_fork_is_unsafe(served, case):
     assert __import__("re").search(why, status["why"]), status
     assert not served.socket.exists()
     assert done.returncode == (2 if case == "a-collection-error" else 0), done.stdout
+
+
+def test_pytest_rerunfailures_idle_server_thread_leaves_forks_safe(served):
+    # No worker of pytest-xdist ever reaches it (every run is one process): a fork need not have it.
+    make_tree(served.root, {**SUITE, "conftest.py": status_server_conftest()})
+    _, status = served.collect()
+    assert set(status) == {"pid", "socket", "tests"}, status
+    served.bind()
+    _, records, _ = served.run([IDS[0]])
+    assert results(records) == {IDS[0]: "passed"}, records
 
 
 # ------------------------------------------------------------------ refusals

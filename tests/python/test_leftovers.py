@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from conftest import data_groups, results
+from conftest import data_groups, results, status_server_conftest
 
 
 # ------------------------------------------------------------------ honest blame
@@ -71,3 +71,19 @@ def test_a_thread_a_test_joins_is_no_leftover(gate):
     _, records = gate.run_records(groups=groups)
     y = results(records)["test_joined.py::test_y"]
     assert (y["dirty"], "unblamed" in y) == (["data"], False), y
+
+
+@pytest.mark.parametrize("target", ["self.run_server", "threading.Event().wait"])
+def test_only_pytest_rerunfailures_idle_server_thread_is_known(gate, target):
+    # Its server thread runs nothing a test could see: a change is the test's. Any other thread
+    # alive since start-up may have made it.
+    groups = data_groups(gate)
+    gate.pytester.makeconftest(status_server_conftest(target))
+    gate.pytester.makepyfile(test_write='def test_y():\n    open("data/config.txt", "w").write("polluted\\n")\n')
+    _, records = gate.run_records(groups=groups)
+    y = results(records)["test_write.py::test_y"]
+    if target == "self.run_server":
+        assert (y["dirty"], "unblamed" in y) == (["data"], False), y
+    else:
+        assert (y["dirty"], y["unblamed"]) == ([], ["data"]), y
+        assert y["leftover"].startswith("a thread started at start-up or collection"), y

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PLUGIN_DIR, TIMEOUT, data_groups, only, results, started, write_groups
+from conftest import TIMEOUT, data_groups, only, results, started, write_groups
 
 
 # ---------------------------------------------------------------------- records
@@ -300,22 +300,6 @@ def test_other_reorderers_run_before_the_order_file(gate):
     gate.records_path.unlink()
     _, records = gate.run_records()
     assert started(records) == ["test_abc.py::test_c", "test_abc.py::test_b", "test_abc.py::test_a"]
-
-
-@pytest.fixture
-def fake_randomly(gate, monkeypatch):
-    """An installed 'pytest-randomly' (pytest11 entry point 'randomly') that reverses the tests."""
-    site = gate.path / "site"
-    dist_info = site / "pytest_randomly-9.9.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest-randomly\nVersion: 9.9\n")
-    (dist_info / "entry_points.txt").write_text("[pytest11]\nrandomly = randomly\n")
-    (site / "randomly.py").write_text("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), str(site)]))
-    # Entry points must load here, as in a real installation.
-    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    gate.pytester.makepyfile(test_abc="def test_a(): pass\ndef test_b(): pass\ndef test_c(): pass\n")
-    return ["test_abc.py::test_b", "test_abc.py::test_c", "test_abc.py::test_a"]
 
 
 def test_disabled_reorderer_is_reported(gate, fake_randomly):

@@ -285,6 +285,17 @@ TEST_CASE("options that thin the run warn; options under which no test is called
     CHECK_THAT(row_of(rows, "options").reason, Catch::Contains("--setup-only (PYTEST_ARGS)"));
 }
 
+TEST_CASE("what every run sets aside of the suite's own setup warns, one phrase per plugin", "[gate]") {
+    auto input = input_for({"t::a"});
+    CHECK_FALSE(has_row(receipt_rows(input), "set-aside"));
+    input.receipt.set_aside = {"pytest's cache's --ff: off", "pytest-xdist's -n 4: one process"};
+    const auto rows = receipt_rows(input);
+    const auto& row = row_of(rows, "set-aside");
+    CHECK(row.warning);
+    CHECK(row.gate == Gate::pass);
+    CHECK(row.reason == "warning: every run sets aside pytest's cache's --ff: off; pytest-xdist's -n 4: one process");
+}
+
 TEST_CASE("tests hooks took out of the receipt's collection warn, naming who, and PYTEST_PLUGINS", "[gate]") {
     auto input = input_for({"t::b"});
     CHECK_FALSE(has_row(receipt_rows(input), "thinning"));

@@ -94,6 +94,24 @@ TEST_CASE("a PYTHONPATH in ENVIRONMENT is appended after the plugin's directory,
           (t.path / "plugin").string());
 }
 
+TEST_CASE("the plugins evgate turns off come after the suite's own arguments, before the paths", "[pytest_command]") {
+    // pytest takes the last -p of a name: a `-p randomly` in PYTEST_ARGS must not undo ours.
+    TempDir t;
+    auto suite = suite_in(t.path);
+    suite.pytest_args = {"-p", "randomly", "-p", "cacheprovider"};
+    suite.tests = {"tests"};
+    const auto argv = pytest_process(suite, {"--evidence-gate-run=seed.1"}, suite.evidence_dir / "logs" / "seed.1.log").argv;
+    const auto at = [&](const std::string& word) { return std::find(argv.begin(), argv.end(), word) - argv.begin(); };
+    CHECK(argv.back() == "tests");
+    CHECK(at("evidence_gate_pytest") < at("--evidence-gate-run=seed.1"));
+    for (const char* off : {"no:randomly", "no:random_order", "no:cacheprovider"}) {
+        CHECK(at(off) > at("randomly"));
+        CHECK(at(off) > at("cacheprovider"));
+        CHECK(argv[static_cast<std::size_t>(at(off)) - 1] == "-p");
+        CHECK(at(off) < at("tests"));
+    }
+}
+
 TEST_CASE("every kind of run gets a sandbox of one short length, wherever the build tree is", "[sandbox]") {
     TempDir t;
     const Env tmpdir("TMPDIR", std::nullopt);

@@ -185,17 +185,17 @@ std::vector<PytestOption> pytest_options(const std::vector<std::string>& args, b
 OptionEffect option_effect(const PytestOption& option) {
     // Another config file or rootdir is another suite: its python_files, testpaths, addopts.
     static const std::set<std::string> thins = {"-k", "-m", "--deselect", "--ignore", "--ignore-glob",
-                                                "--noconftest", "--confcutdir", "--pyargs", "--reruns",
+                                                "--noconftest", "--confcutdir", "--pyargs",
                                                 "-c", "--config-file", "--inifile", "--rootdir"};
     static const std::set<std::string> hollow = {"--setup-only", "--setuponly", "--setup-plan", "--setupplan",
                                                  "--collect-only", "--collectonly", "--co"};
     const auto& name = option.name;
     if (hollow.count(name)) return OptionEffect::hollow;
-    if (name == "--reruns" && option.value == "0") return OptionEffect::none;
     if (thins.count(name)) return OptionEffect::thins;
     if (name == "-p") {
-        // evgate itself blocks these in every run: the same again thins nothing.
-        static const std::set<std::string> blocked_anyway = {"no:cacheprovider", "no:randomly", "no:random_order"};
+        // evgate itself blocks these in every run (stepwise goes with the cache): the same again thins nothing.
+        static const std::set<std::string> blocked_anyway = {"no:cacheprovider", "no:stepwise", "no:randomly",
+                                                             "no:random_order"};
         return starts_with(option.value, "no:") && !blocked_anyway.count(option.value) ? OptionEffect::thins
                                                                                        : OptionEffect::none;
     }

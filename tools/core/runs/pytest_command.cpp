@@ -29,13 +29,17 @@ std::string python_path(const SuiteConfig& suite) {
 ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::string>& plugin_args,
                            const std::filesystem::path& log) {
     ProcessSpec spec;
-    spec.argv = {suite.python, "-m", "pytest",
-                 "-p", "evidence_gate_pytest",
-                 // our order is the evidence; no cache files in the source tree
-                 "-p", "no:randomly", "-p", "no:random_order", "-p", "no:cacheprovider",
-                 "--rootdir=" + suite.root.string()};
+    spec.argv = {suite.python, "-m", "pytest", "-p", "evidence_gate_pytest", "--rootdir=" + suite.root.string()};
     spec.argv.insert(spec.argv.end(), plugin_args.begin(), plugin_args.end());
     spec.argv.insert(spec.argv.end(), suite.pytest_args.begin(), suite.pytest_args.end());
+    // Our order is the evidence, and no cache files go into the source tree. After the suite's
+    // own arguments, where pytest takes the last -p of a name: a `-p randomly` there cannot undo
+    // it (one in addopts or PYTEST_ADDOPTS comes before the command line anyway). What these
+    // plugins' options in the suite's configuration become: evidence_gate_aside.py.
+    for (const char* plugin : {"no:randomly", "no:random_order", "no:cacheprovider"}) {
+        spec.argv.emplace_back("-p");
+        spec.argv.emplace_back(plugin);
+    }
     spec.argv.insert(spec.argv.end(), suite.tests.begin(), suite.tests.end());
     spec.cwd = suite.root;
     spec.output = log;

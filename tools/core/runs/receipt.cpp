@@ -47,6 +47,7 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
     receipt.stray_configs_in_submodules = string_array(doc, "stray_configs_in_submodules", source);
     receipt.thinning = string_array(doc, "thinning", source);
     receipt.hollow = string_array(doc, "hollow", source);
+    receipt.set_aside = string_array(doc, "set_aside", source);
     if (const auto* git = member(doc, "git"); git && git->IsObject()) {
         receipt.git_head = optional_string(*git, "head", source).value_or("");
         receipt.git_dirty = string_array(*git, "dirty", source);

@@ -54,6 +54,8 @@ struct Receipt {
     std::vector<std::string> stray_configs_in_submodules;  // of those, the ones in git submodules
     std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
     std::vector<std::string> hollow;                 // options under which pytest never calls the tests
+    std::vector<std::string> set_aside;              // what every run sets aside of the suite's own pytest
+                                                     // setup, a phrase per plugin (evidence_gate_aside.py)
     std::vector<LostTest> deselected;                // collected, then deselected or removed by a hook
     std::vector<std::string> pytest_plugins;         // what PYTEST_PLUGINS in the environment loads
     std::string git_head;                            // "" outside a git work tree

@@ -140,6 +140,13 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
                 "), so none warns: " + list_some(ignored, 5)));
     }
     if (auto thinning = thinning_reason(receipt, rooted_as_meant(input)); !thinning.empty()) rows.push_back(warning_row("thinning", std::move(thinning)));
+    // The suite's own options and plugins a run is not (its cache, xdist's workers, reruns, coverage):
+    // the runs are what they should be, but not what a plain `pytest` of the suite would do.
+    if (!receipt.set_aside.empty()) {
+        std::string reason = "every run sets aside ";
+        for (std::size_t i = 0; i < receipt.set_aside.size(); ++i) reason += (i ? "; " : "") + receipt.set_aside[i];
+        rows.push_back(warning_row("set-aside", std::move(reason)));
+    }
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
     if (!receipt.hollow.empty())
         rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +

@@ -15,7 +15,7 @@
 
 namespace evgate {
 
-// receipt, stray-config:<file>, thinning, options, collection, baseline, tree:<phase>.
+// receipt, stray-config:<file>, thinning, set-aside, options, collection, baseline, tree:<phase>.
 std::vector<LedgerRow> collection_rows(const GateInput& input);
 // quarantine:<file>:<line>: entries that defer nothing collected, or are dated over a year ahead.
 std::vector<LedgerRow> quarantine_rows(const GateInput& input);
