@@ -114,9 +114,10 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     The alone pass, ``<name>.alone``: every test once as the first test after the collection,
     a fork each (runs ``first.<n>``, n its place in the collection). A test that fails there
     but passes in the orders needs an earlier test to set state up: it is rerun alone, and
-    ``<name>.localise`` names that test. A fork costs 20 to 150 ms (more with many leased
-    fixture files), so ``AUTO`` runs the pass for a suite of up to 200 tests and skips it,
-    saying so, above. Default: ``AUTO``.
+    ``<name>.localise`` names that test. ``AUTO`` spends on the pass at most a quarter of what
+    the seed runs cost (from what a seed run took), in collection order; the tests it did not
+    reach run alone in the next ``ctest`` on the same tree, whose kept runs hold the rest
+    (``ON``: every test, every time). Default: ``AUTO``.
 
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
@@ -510,12 +511,13 @@ function(evidence_gate_add_suite name)
   add_test(NAME ${name}.manifest COMMAND ${tool} manifest "${suite_arg}")
   set_tests_properties(${name}.manifest PROPERTIES FIXTURES_SETUP ${name}.env)
   add_test(NAME ${name}.receipt COMMAND ${tool} receipt "${suite_arg}")
-  set_tests_properties(${name}.receipt PROPERTIES FIXTURES_SETUP ${name}.receipt)
+  # After the manifest: the key of the runs an earlier ctest left (runs/evidence_reuse.hpp) holds it.
+  set_tests_properties(${name}.receipt PROPERTIES FIXTURES_SETUP ${name}.receipt FIXTURES_REQUIRED ${name}.env)
   # After the last step that runs pytest: the collected session the receipt left serving forks.
   add_test(NAME ${name}.release COMMAND ${tool} release "${suite_arg}")
   set_tests_properties(${name}.release PROPERTIES FIXTURES_CLEANUP ${name}.receipt)
   if(fixtures)
-    set_tests_properties(${name}.receipt PROPERTIES FIXTURES_REQUIRED ${name}.fixtures)
+    set_tests_properties(${name}.receipt PROPERTIES FIXTURES_REQUIRED "${name}.fixtures;${name}.env")
   endif()
   set(steps ${name}.manifest ${name}.receipt ${name}.release)
   set(run_steps "")
@@ -533,7 +535,8 @@ function(evidence_gate_add_suite name)
   endif()
   if(NOT alone STREQUAL "off")
     add_test(NAME ${name}.alone COMMAND ${tool} alone "${suite_arg}")
-    set_tests_properties(${name}.alone PROPERTIES SKIP_RETURN_CODE 77
+    # After seed.0 (when both run): ALONE AUTO budgets the pass by what a seed run took.
+    set_tests_properties(${name}.alone PROPERTIES SKIP_RETURN_CODE 77 DEPENDS ${name}.seed.0
       FIXTURES_REQUIRED "${run_fixtures}" FIXTURES_SETUP ${name}.runs)
     list(APPEND run_steps ${name}.alone)
   endif()

@@ -7,7 +7,7 @@
 using namespace evgate;
 
 TEST_CASE("a one-test suite has one order: every later seed and the alone pass repeat seed 0", "[distinct_orders]") {
-    const auto orders = distinct_orders({{"t.py::test_one", false}}, 8, "mixed");
+    const auto orders = distinct_orders({{"t.py::test_one", false}}, 0, 8, "mixed");
     CHECK(orders.seeds == 9);
     CHECK(orders.distinct == 1);
     CHECK(orders.repeats.size() == 9);
@@ -16,7 +16,7 @@ TEST_CASE("a one-test suite has one order: every later seed and the alone pass r
 }
 
 TEST_CASE("two tests have two orders, each run once under the first seed that gives it", "[distinct_orders]") {
-    const auto orders = distinct_orders({{"t.py::test_a", false}, {"t.py::test_b", false}}, 6, "global");
+    const auto orders = distinct_orders({{"t.py::test_a", false}, {"t.py::test_b", false}}, 0, 6, "global");
     CHECK(orders.distinct == 2);
     CHECK(orders.repeats.size() == 5);
     CHECK_FALSE(orders.repeats.count("seed.0"));
@@ -29,7 +29,7 @@ TEST_CASE("two tests have two orders, each run once under the first seed that gi
 }
 
 TEST_CASE("serial tests keep their place: a suite of serial tests has the collection order only", "[distinct_orders]") {
-    const auto orders = distinct_orders({{"t.py::a", true}, {"t.py::b", true}, {"t.py::c", true}}, 4, "mixed");
+    const auto orders = distinct_orders({{"t.py::a", true}, {"t.py::b", true}, {"t.py::c", true}}, 0, 4, "mixed");
     CHECK(orders.distinct == 1);
     CHECK(orders.repeats.size() == 4);
 }
@@ -37,7 +37,7 @@ TEST_CASE("serial tests keep their place: a suite of serial tests has the collec
 TEST_CASE("a larger suite's seeds are distinct orders: nothing is left out", "[distinct_orders]") {
     std::vector<CollectedTest> tests;
     for (int n = 0; n < 12; ++n) tests.push_back({"t.py::test_" + std::to_string(n), false});
-    const auto orders = distinct_orders(tests, 8, "mixed");
+    const auto orders = distinct_orders(tests, 0, 8, "mixed");
     CHECK(orders.distinct == 9);
     CHECK(orders.repeats.empty());
 }

@@ -112,9 +112,9 @@ TEST_CASE("runs streamed from their files give the attempts the harness reads", 
     write_run(dir, alone, result("t::b", "failed", R"(,"message":"alone")") + kFinished);
 
     RunMatrix streamed;
-    streamed.add_runs(dir.path, [] { return std::string("r1"); });
+    streamed.add_runs(dir.path, [] { return std::vector<std::string>{"r1"}; });
     RunMatrix held;
-    for (auto& r : load_runs(dir.path, "r1")) held.add(std::move(r));
+    for (auto& r : load_runs(dir.path, {"r1"})) held.add(std::move(r));
     REQUIRE(streamed.size() == 5);
     std::vector<std::string> ids;
     for (const auto& r : streamed.runs()) ids.push_back(r.plan.id);
@@ -138,7 +138,7 @@ TEST_CASE("a run whose records cannot be read is a problem, and the rest are sti
     write_run(dir, run("seed.0", {"t::a"}, {}), result("t::a", "passed") + "garbage\n" + kFinished);
     write_run(dir, run("seed.1", {"t::a"}, {}), result("t::a", "passed") + kFinished);
     RunMatrix matrix;
-    matrix.add_runs(dir.path, [] { return std::string("r1"); });
+    matrix.add_runs(dir.path, [] { return std::vector<std::string>{"r1"}; });
     REQUIRE(matrix.size() == 2);
     CHECK_THAT(matrix.runs()[0].problem, Catch::Contains("seed.0.jsonl:3: column 1: not valid JSON"));
     CHECK(shown(matrix.attempts("t::a")) == std::vector<std::string>{"seed.1=passed"});
@@ -151,9 +151,9 @@ TEST_CASE("a run whose order is listed keeps its tests in the matrix, a seed's d
     sweep.plan.listed = true;
     write_run(dir, sweep, result("t::b", "passed") + result("t::a", "failed") + kFinished);
     RunMatrix streamed;
-    streamed.add_runs(dir.path, [] { return std::string("r1"); });
+    streamed.add_runs(dir.path, [] { return std::vector<std::string>{"r1"}; });
     RunMatrix held;
-    for (auto& r : load_runs(dir.path, "r1")) held.add(std::move(r));
+    for (auto& r : load_runs(dir.path, {"r1"})) held.add(std::move(r));
     for (const auto* matrix : {&streamed, &held}) {
         REQUIRE(matrix->size() == 2);
         CHECK(matrix->runs()[0].plan.tests.empty());  // memory flat in runs: a seed's order is its seed

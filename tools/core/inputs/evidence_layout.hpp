@@ -23,6 +23,7 @@ inline constexpr char kReceipt[] = "receipt.json";                      // what 
 inline constexpr char kSources[] = "sources.json";                      // every source file the receipt was taken over, digested
 inline constexpr char kManifest[] = "manifest.json";                    // the environment the runs saw
 inline constexpr char kPerturbedManifest[] = "manifest.perturbed.json"; // the environment of the perturbed run
+inline constexpr char kReuse[] = "reuse.json";  // what the next ctest may keep of the runs (runs/evidence_reuse.hpp)
 inline constexpr char kBaseline[] = "baseline.json";  // `evgate baseline` writes here when the suite names no BASELINE
 
 // --- Verdicts and reports ------------------------------------------------------------------------

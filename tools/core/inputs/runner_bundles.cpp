@@ -25,7 +25,7 @@ std::string host_of(const rapidjson::Value& manifest) {
 std::vector<LoadedRun> bundle_runs(const fs::path& dir, const std::string& name) {
     const auto receipt = load_receipt(dir / evidence::kReceipt);
     std::vector<LoadedRun> runs;
-    for (auto& run : load_runs(dir / evidence::kRuns, receipt.id)) {
+    for (auto& run : load_runs(dir / evidence::kRuns, receipt.run_receipts())) {
         if (run.plan.column != Column::local || !run.problem.empty()) continue;
         run.plan.id = name + ":" + run.plan.id;
         run.plan.order = run.plan.id;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include <fcntl.h>
@@ -214,6 +215,15 @@ std::string sha256_hex(std::string_view bytes) {
     Sha256 sha;
     sha.update(bytes.data(), bytes.size());
     return sha.hex();
+}
+
+std::string file_stamp(const std::filesystem::path& path, bool follow) {
+    struct stat st {};
+    if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return "absent";
+    std::ostringstream out;
+    out << st.st_size << ' ' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec << ' ' << st.st_ctim.tv_sec << '.'
+        << st.st_ctim.tv_nsec << ' ' << st.st_ino << ' ' << st.st_mode;
+    return out.str();
 }
 
 }  // namespace evgate

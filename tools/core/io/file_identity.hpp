@@ -25,6 +25,11 @@ struct FileState {
 // reading. Throws Error naming the path on an I/O error.
 std::optional<FileState> file_state(const std::filesystem::path& path);
 
+// What lstat (or stat, with `follow`) says of a path, "absent" when it is not there: size,
+// mtime, ctime, inode and mode, enough that an edit, a replacement or a removal changes it,
+// without reading a byte. For fingerprints of what a tool or a build made.
+std::string file_stamp(const std::filesystem::path& path, bool follow = false);
+
 // Lowercase hex SHA-256 of `bytes`.
 std::string sha256_hex(std::string_view bytes);
 

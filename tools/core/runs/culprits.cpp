@@ -140,7 +140,8 @@ public:
           // What the step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
           deadline_(Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds)) {
         for (const auto& test : receipt.tests) collection_.push_back(test.id);
-        runs_ = load_runs(suite, receipt.id);
+        runs_ = load_runs(suite, receipt.run_receipts());
+        keep_earlier();
     }
 
     std::vector<Culprit> run() {
@@ -154,6 +155,26 @@ public:
 
 private:
     using Clock = std::chrono::steady_clock;
+
+    // What the localise step of a `ctest` whose runs this one keeps found stays found: its
+    // tests are not searched again, their partner sets are tried first, its sweeps stay done.
+    void keep_earlier() {
+        if (receipt_.kept.empty()) return;
+        for (auto& [test, culprit] : load_culprits(suite_, receipt_.run_receipts())) {
+            if (culprit.found.budget_exhausted) continue;  // searched again, with this step's budget
+            seen_.insert(test);
+            if (!culprit.found.partners.empty() &&
+                std::find(known_.begin(), known_.end(), culprit.found.partners) == known_.end())
+                known_.push_back(culprit.found.partners);
+            culprits_.push_back(std::move(culprit));
+        }
+        for (const auto& run : runs_)
+            if (run.plan.id.rfind("sweep.", 0) == 0) {
+                const auto number = run.plan.id.substr(6, run.plan.id.find('.', 6) - 6);
+                if (!number.empty() && number.find_first_not_of("0123456789") == std::string::npos && number.size() < 9)
+                    sweep_base_ = std::max(sweep_base_, std::stoi(number));
+            }
+    }
 
     // Order-dependent in the runs so far, not yet queued; in collection order.
     std::vector<std::string> order_dependent() const {
@@ -213,19 +234,19 @@ private:
         const auto sweep_bound = std::chrono::seconds(static_cast<long long>(1 + std::max(0, suite_.reruns)) * suite_.timeout_seconds);
         while (!to_sweep_.empty() && sweeps_ < kMaxSweeps && Clock::now() + sweep_bound < deadline_) {
             const auto partners = polluters_to_sweep();
-            auto plan = sweep_plan(++sweeps_, partners, collection_);
+            auto plan = sweep_plan(sweep_base_ + ++sweeps_, partners, collection_);
             plan.seed = to_sweep_.front().second;
             to_sweep_.clear();
             if (progress_.sweeping) progress_.sweeping(plan, partners);
             run_order(suite_, receipt_, store_, plan);
-            runs_ = load_runs(suite_, receipt_.id);
+            runs_ = load_runs(suite_, receipt_.run_receipts());
             const auto found = order_dependent();
             if (found.empty()) {
                 if (progress_.swept) progress_.swept(plan, found);
                 continue;
             }
             for (const auto& rerun : sweep_reruns(plan, found, suite_.reruns)) run_order(suite_, receipt_, store_, rerun);
-            runs_ = load_runs(suite_, receipt_.id);
+            runs_ = load_runs(suite_, receipt_.run_receipts());
             const auto confirmed = order_dependent();  // a test the same order passed again is flaky, not this
             if (progress_.swept) progress_.swept(plan, confirmed);
             if (confirmed.empty()) continue;
@@ -278,6 +299,7 @@ private:
     std::vector<std::pair<std::vector<std::string>, std::uint64_t>> to_sweep_;  // polluter sets not yet swept, with their seeds
     int used_ = 0;
     int sweeps_ = 0;
+    int sweep_base_ = 0;  // the last sweep of a kept invocation: this step's are numbered after it
 };
 
 }  // namespace
@@ -289,12 +311,13 @@ std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& rec
     return culprits;
 }
 
-std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::string& receipt_id) {
+std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::vector<std::string>& receipts) {
     std::map<std::string, Culprit> culprits;
     if (!fs::exists(culprits_file(suite))) return culprits;
     const auto doc = read_json_file(culprits_file(suite));
     const auto source = culprits_file(suite).string();
-    if (optional_string(doc, "receipt", source).value_or("") != receipt_id) return culprits;  // another invocation's
+    const auto receipt = optional_string(doc, "receipt", source).value_or("");
+    if (std::find(receipts.begin(), receipts.end(), receipt) == receipts.end()) return culprits;  // of runs no longer kept
     const auto* tests = member(doc, "tests");
     if (tests == nullptr || !tests->IsArray()) throw InputError(source, 0, "no 'tests' list");
     for (const auto& t : tests->GetArray()) {

@@ -43,7 +43,8 @@ struct LocaliseProgress {
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
                                     const LocaliseProgress& progress = {});
 
-// localise.json of the current receipt, by test; empty when there is none.
-std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::string& receipt_id);
+// localise.json of the current receipt or of one whose runs it keeps (Receipt::run_receipts),
+// by test; empty when there is none.
+std::map<std::string, Culprit> load_culprits(const SuiteConfig& suite, const std::vector<std::string>& receipts);
 
 }  // namespace evgate

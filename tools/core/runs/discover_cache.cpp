@@ -31,17 +31,6 @@ void field(std::string& material, std::string_view text) {
     material += text;
 }
 
-// What lstat (or stat, following links) says of a path: enough that an edit, a replacement or
-// a removal changes it.
-std::string stamp(const fs::path& path, bool follow = false) {
-    struct stat st {};
-    if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return "absent";
-    std::ostringstream out;
-    out << st.st_size << ' ' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec << ' ' << st.st_ctim.tv_sec << '.'
-        << st.st_ctim.tv_nsec << ' ' << st.st_ino << ' ' << st.st_mode;
-    return out.str();
-}
-
 // Directories collection never looks into: version control and other hidden ones, bytecode
 // caches, build trees (ours among them) and the evidence directory.
 bool skipped(const fs::directory_entry& dir, const SuiteConfig& suite) {
@@ -65,7 +54,7 @@ void stamp_tree(const fs::path& dir, const SuiteConfig& suite, std::vector<std::
         if (fs::is_directory(status)) {
             if (!skipped(entry, suite)) stamp_tree(entry.path(), suite, stamps);
         } else if (is_python(name) || is_config(name)) {
-            stamps.push_back(entry.path().lexically_relative(suite.root).string() + " " + stamp(entry.path()));
+            stamps.push_back(entry.path().lexically_relative(suite.root).string() + " " + file_stamp(entry.path()));
         }
     }
 }
@@ -75,16 +64,16 @@ void stamp_tree(const fs::path& dir, const SuiteConfig& suite, std::vector<std::
 // after a ctest that collected without it: the next ctest must collect again).
 void stamp_build_outputs(const SuiteConfig& suite, std::vector<std::string>& stamps) {
     for (const auto& dependency : suite.depends)
-        stamps.push_back("depends " + dependency.file.string() + " " + stamp(dependency.file, true));
+        stamps.push_back("depends " + dependency.file.string() + " " + file_stamp(dependency.file, true));
     for (const auto& dir : suite.python_path_prepend) {
-        stamps.push_back("path " + dir + " " + stamp(dir, true));
+        stamps.push_back("path " + dir + " " + file_stamp(dir, true));
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(dir, ec)) {
             const auto name = entry.path().filename().string();
             const auto dot = name.rfind('.');
             const auto ext = dot == std::string::npos ? std::string() : name.substr(dot);
             if (ext == ".py" || ext == ".so" || ext == ".pth" || ext == ".pyd")
-                stamps.push_back("path " + entry.path().string() + " " + stamp(entry.path()));
+                stamps.push_back("path " + entry.path().string() + " " + file_stamp(entry.path()));
         }
     }
 }
@@ -116,8 +105,8 @@ std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& ent
     field(material, entries.string());
     for (const auto& program : {tool, fs::path(suite.python)}) {
         field(material, program.string());
-        field(material, stamp(program));
-        field(material, stamp(program, true));
+        field(material, file_stamp(program));
+        field(material, file_stamp(program, true));
     }
     std::vector<std::string> variables;  // values too, so a change shows; only their digest is written
     for (const auto& entry : environment)
@@ -126,10 +115,10 @@ std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& ent
     std::vector<std::string> stamps;
     std::error_code ec;
     for (const auto& file : fs::directory_iterator(suite.plugin_dir, ec))
-        if (is_python(file.path().filename().string())) stamps.push_back(file.path().string() + " " + stamp(file.path()));
+        if (is_python(file.path().filename().string())) stamps.push_back(file.path().string() + " " + file_stamp(file.path()));
     for (auto dir = suite.root.parent_path(); !dir.empty(); dir = dir.parent_path()) {  // config files above ROOT
-        for (const char* name : kConfigNames) stamps.push_back((dir / name).string() + " " + stamp(dir / name));
-        stamps.push_back((dir / "conftest.py").string() + " " + stamp(dir / "conftest.py"));
+        for (const char* name : kConfigNames) stamps.push_back((dir / name).string() + " " + file_stamp(dir / name));
+        stamps.push_back((dir / "conftest.py").string() + " " + file_stamp(dir / "conftest.py"));
         if (dir == dir.root_path()) break;
     }
     stamp_build_outputs(suite, stamps);
@@ -146,12 +135,12 @@ std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& ent
 
 bool entries_current(const SuiteConfig& suite, const fs::path& entries, const std::string& fingerprint) {
     const auto lines = remembered(suite);
-    return lines.size() == 3 && lines[0] == fingerprint && lines[2] == stamp(entries);
+    return lines.size() == 3 && lines[0] == fingerprint && lines[2] == file_stamp(entries);
 }
 
 void remember_entries(const SuiteConfig& suite, const fs::path& entries, const std::string& fingerprint,
                       const std::vector<std::string>& ids) {
-    write_file_atomic(state_file(suite), fingerprint + "\n" + ids_digest(ids) + "\n" + stamp(entries) + "\n");
+    write_file_atomic(state_file(suite), fingerprint + "\n" + ids_digest(ids) + "\n" + file_stamp(entries) + "\n");
 }
 
 bool forget_stale_entries(const SuiteConfig& suite, const std::vector<std::string>& collected) {

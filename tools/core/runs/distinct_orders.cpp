@@ -1,5 +1,6 @@
 #include "runs/distinct_orders.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -21,12 +22,14 @@ std::pair<std::uint64_t, std::uint64_t> order_hash(const std::vector<std::string
 
 }  // namespace
 
-DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, int seeds, std::string_view orders) {
+DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, std::uint64_t first, int seeds,
+                               std::string_view orders) {
     DistinctOrders result;
+    result.first = first;
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> first_run;  // order hash -> the first seed run with it
-    for (int k = 0; k <= seeds; ++k) {
+    for (std::uint64_t k = 0; k <= first + static_cast<std::uint64_t>(std::max(0, seeds)); ++k) {
         const std::string id = "seed." + std::to_string(k);
-        const auto [it, fresh] = first_run.emplace(order_hash(seed_order(collected, static_cast<std::uint64_t>(k), orders)), id);
+        const auto [it, fresh] = first_run.emplace(order_hash(seed_order(collected, k, orders)), id);
         ++result.seeds;
         if (fresh) ++result.distinct;
         else result.repeats.emplace(id, it->second);

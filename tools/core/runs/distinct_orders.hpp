@@ -18,13 +18,15 @@
 namespace evgate {
 
 struct DistinctOrders {
-    std::size_t seeds = 0;     // seed runs planned: seed.0 .. seed.SEEDS
+    std::uint64_t first = 0;   // the first seed this invocation runs: the seeds before it are kept (evidence_reuse.hpp)
+    std::size_t seeds = 0;     // seed runs planned, kept ones included: seed.0 .. seed.<first + SEEDS>
     std::size_t distinct = 0;  // different orders among them
     std::map<std::string, std::string> repeats;  // run id -> the earlier seed run whose order it is ("seed.3" -> "seed.1")
 };
 
-// Seeds 0..`seeds` under ORDERS `orders`, and the alone pass's runs (first.<n>: test n alone),
-// each compared with the seeds before it by a 128-bit hash of its order.
-DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, int seeds, std::string_view orders);
+// Seeds 0..`first` + `seeds` under ORDERS `orders`, and the alone pass's runs (first.<n>: test n
+// alone), each compared with the seeds before it by a 128-bit hash of its order.
+DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, std::uint64_t first, int seeds,
+                               std::string_view orders);
 
 }  // namespace evgate

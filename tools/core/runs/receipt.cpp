@@ -79,6 +79,7 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
             const auto* n = member(*orders, key);
             return n != nullptr && n->IsUint64() ? static_cast<std::size_t>(n->GetUint64()) : std::size_t{0};
         };
+        receipt.orders.first = count("first");
         receipt.orders.seeds = count("seeds");
         receipt.orders.distinct = count("distinct");
         // run id -> the seed run it repeats ("seed.3" -> "seed.1"): a shard parses the number.
@@ -97,6 +98,19 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
             }
         }
     }
+    if (const auto* reuse = member(doc, "reuse"); reuse && reuse->IsObject()) {
+        receipt.key = optional_string(*reuse, "key", source).value_or("");
+        if (const auto* kept = member(*reuse, "kept"); kept && kept->IsArray()) {
+            for (const auto& k : kept->GetArray()) {
+                const auto* first = member(k, "first_seed");
+                const auto* last = member(k, "last_seed");
+                receipt.kept.push_back({string_member(k, "receipt", source), optional_string(k, "at", source).value_or(""),
+                                        first && first->IsUint64() ? first->GetUint64() : 0,
+                                        last && last->IsUint64() ? last->GetUint64() : 0});
+            }
+        }
+    }
+    receipt.hash_seed = optional_string(doc, "hash_seed", source).value_or("");
     receipt.shard = optional_string(doc, "shard", source).value_or("");
     receipt.suite = optional_string(doc, "suite", source).value_or("");
     if (const auto* errors = member(doc, "errors"); errors && errors->IsArray()) {
@@ -206,10 +220,13 @@ void add_orders(rapidjson::Document& doc, const SuiteConfig& suite) {
             if (id && id->IsString()) collected.push_back({id->GetString(), serial && serial->IsBool() && serial->GetBool()});
         }
     }
-    const auto orders = distinct_orders(collected, suite.seeds, suite.orders);
+    const auto* reuse = member(doc, "reuse");
+    const auto* first = reuse ? member(*reuse, "first_seed") : nullptr;
+    const auto orders = distinct_orders(collected, first && first->IsUint64() ? first->GetUint64() : 0, suite.seeds, suite.orders);
     rapidjson::Value record(rapidjson::kObjectType), repeats(rapidjson::kObjectType);
     for (const auto& [run, earlier] : orders.repeats)
         repeats.AddMember(rapidjson::Value(run, alloc), rapidjson::Value(earlier, alloc), alloc);
+    record.AddMember("first", rapidjson::Value(static_cast<uint64_t>(orders.first)), alloc);
     record.AddMember("seeds", rapidjson::Value(static_cast<uint64_t>(orders.seeds)), alloc);
     record.AddMember("distinct", rapidjson::Value(static_cast<uint64_t>(orders.distinct)), alloc);
     record.AddMember("repeats", repeats, alloc);
@@ -244,7 +261,6 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     }
     doc.AddMember("git", git, alloc);  // null: ROOT is not in a git work tree
     doc.AddMember("sandbox", sandbox_record(suite, alloc), alloc);
-    add_orders(doc, suite);
     if (const char* shard = std::getenv("EVIDENCE_GATE_SHARD"); shard && *shard)
         doc.AddMember("shard", rapidjson::Value(shard, alloc), alloc);
     const auto* tests = member(doc, "tests");
@@ -283,6 +299,13 @@ void add_sources(rapidjson::Document& doc, const SuiteConfig& suite, const std::
 }
 
 }  // namespace
+
+std::vector<std::string> Receipt::run_receipts() const {
+    std::vector<std::string> ids;
+    for (const auto& k : kept) ids.push_back(k.id);
+    ids.push_back(id);
+    return ids;
+}
 
 std::vector<CollectedTest> Receipt::collected() const {
     std::vector<CollectedTest> out;
@@ -325,6 +348,7 @@ Receipt take_receipt(const SuiteConfig& suite, const std::vector<FixtureFile>* p
     if (pristine != nullptr) add_sources(doc, suite, top, *pristine);
     doc.RemoveMember("imported");  // the sources hold what counts of it
     if (hooks.annotate) hooks.annotate(doc);
+    add_orders(doc, suite);  // after `reuse`, which an annotation adds: the seeds continue after the kept ones
     // The digest binds the canonical JSON of everything above it.
     auto& alloc = doc.GetAllocator();
     doc.AddMember("digest", rapidjson::Value("sha256:" + sha256_hex(to_json(doc)), alloc), alloc);

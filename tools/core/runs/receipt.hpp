@@ -14,6 +14,7 @@
 #include "fixtures/lease_file.hpp"
 #include "io/process.hpp"
 #include "runs/distinct_orders.hpp"
+#include "runs/evidence_reuse.hpp"
 #include "runs/receipt_sources.hpp"
 #include "runs/shuffle.hpp"
 #include "inputs/suite_config.hpp"
@@ -67,10 +68,15 @@ struct Receipt {
     std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
     std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
     DistinctOrders orders;                           // which seed runs (and alone runs) would repeat an earlier order
+    std::string key;                                 // of what the runs depend on (evidence_reuse.hpp)
+    std::vector<KeptReceipt> kept;                   // earlier invocations whose runs this one keeps, oldest first
+    std::string hash_seed;                           // PYTHONHASHSEED of every run
     std::string shard;                               // "k/n" for a shard's receipt, else ""
     std::string suite;
 
     std::vector<CollectedTest> collected() const;
+    // The receipts whose runs are this invocation's evidence: the kept ones, then its own.
+    std::vector<std::string> run_receipts() const;
 };
 
 // What a caller adds to the receipt's collection (fork_server.hpp: the collected session left

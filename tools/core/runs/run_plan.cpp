@@ -123,23 +123,24 @@ LoadedRun load_run(const fs::path& plan_file, const RunReader& read) {
     return run;
 }
 
-void check_receipt(LoadedRun& run, const std::string& receipt_id) {
-    if (run.problem.empty() && run.records.finished && run.records.receipt != receipt_id)
+void check_receipt(LoadedRun& run, const std::vector<std::string>& receipts) {
+    if (run.problem.empty() && run.records.finished &&
+        std::find(receipts.begin(), receipts.end(), run.records.receipt) == receipts.end())
         run.problem = "the run belongs to an earlier receipt (" + run.records.receipt + ")";
 }
 
-std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id) {
-    return load_runs(suite.runs_dir(), receipt_id);
+std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::vector<std::string>& receipts) {
+    return load_runs(suite.runs_dir(), receipts);
 }
 
-std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::string& receipt_id) {
+std::vector<LoadedRun> load_runs(const fs::path& runs_dir, const std::vector<std::string>& receipts) {
     std::vector<LoadedRun> runs;
     for (const auto& plan_file : run_plan_files(runs_dir)) {
         runs.push_back(load_run(plan_file, [](const fs::path& file, LoadedRun& run) {
             run.plan = read_plan(file);
             run.records = read_run_records(records_beside(file));
         }));
-        check_receipt(runs.back(), receipt_id);
+        check_receipt(runs.back(), receipts);
     }
     return runs;
 }

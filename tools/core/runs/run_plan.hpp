@@ -50,8 +50,10 @@ struct LoadedRun {
 };
 
 // Every run in the evidence directory, in natural order of their ids (seed.2 before seed.10).
-std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::string& receipt_id);
-std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::string& receipt_id);
+// `receipts`: the receipts whose runs are evidence (Receipt::run_receipts): a run finished under
+// any other gets that as its problem.
+std::vector<LoadedRun> load_runs(const SuiteConfig& suite, const std::vector<std::string>& receipts);
+std::vector<LoadedRun> load_runs(const std::filesystem::path& runs_dir, const std::vector<std::string>& receipts);
 // The same runs with their plans alone (no records read): for what needs only to know which runs there are.
 std::vector<LoadedRun> load_plans(const std::filesystem::path& runs_dir);
 
@@ -63,8 +65,8 @@ std::vector<std::filesystem::path> run_plan_files(const std::filesystem::path& r
 // cannot be read comes back with its problem.
 using RunReader = std::function<void(const std::filesystem::path& plan_file, LoadedRun& run)>;
 LoadedRun load_run(const std::filesystem::path& plan_file, const RunReader& read);
-// A run that finished under another receipt than `receipt_id` gets that as its problem.
-void check_receipt(LoadedRun& run, const std::string& receipt_id);
+// A run that finished under none of `receipts` gets that as its problem.
+void check_receipt(LoadedRun& run, const std::vector<std::string>& receipts);
 std::filesystem::path records_beside(const std::filesystem::path& plan_file);
 
 }  // namespace evgate

@@ -62,6 +62,7 @@ void write_row(JsonOut& w, const LedgerRow& row) {
     write_partner(w, row);
     if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
     write_strings(w, "tests", row.tests);
+    if (!row.suite_scope) w.Key("orders"), w.Uint64(row.orders);
     if (row.fork_sensitive) w.Key("fork_sensitive"), w.Bool(true);
     if (row.collides) w.Key("collides"), w.Bool(true);
     write_strings(w, "unattributed", row.unattributed);

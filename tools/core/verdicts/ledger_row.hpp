@@ -62,6 +62,7 @@ struct LedgerRow {
     std::optional<std::string> partner_role;  // polluter or state-setter
     std::optional<std::string> reproduce;     // one shell command, runnable from any directory
     std::vector<std::string> tests;           // a suite row: the tests it names, all of them (sandbox)
+    std::size_t orders = 0;                   // distinct seed orders it ran in: what its verdict stands on
     bool fork_sensitive = false;              // its verdict rests on fresh processes: forks showed otherwise
     bool collides = false;                    // its verdict rests on runs alone: beside others it failed
     std::vector<std::string> unattributed;    // what changed while it ran that it did not change alone

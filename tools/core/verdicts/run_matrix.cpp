@@ -288,15 +288,15 @@ private:
     std::vector<std::thread> workers_;  // started once the rest is there, joined before it goes
 };
 
-void RunMatrix::add_runs(const fs::path& runs_dir, const std::function<std::string()>& receipt_id) {
+void RunMatrix::add_runs(const fs::path& runs_dir, const std::function<std::vector<std::string>()>& receipts) {
     const auto plans = run_plan_files(runs_dir);
     const std::size_t threads = std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 4, plans.size()});
     ParseAhead ahead(plans, threads);
-    std::optional<std::string> receipt;
+    std::optional<std::vector<std::string>> receipt;
     for (std::size_t i = 0; i < plans.size(); ++i) {
         auto run = ahead.take(i);
         if (run->failure) std::rethrow_exception(run->failure);
-        if (!receipt) receipt = receipt_id();
+        if (!receipt) receipt = receipts();
         check_receipt(run->run, *receipt);
         add(*run);
         ahead.done(std::move(run));

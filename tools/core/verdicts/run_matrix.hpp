@@ -65,8 +65,9 @@ public:
     void add(LoadedRun run);
     // Every run in `runs_dir`, in load_runs' order. Runs are parsed side by side (one thread
     // a core, a few at most) and numbered in order; only the few in flight are held whole.
-    // `receipt_id` is asked for once the first run is parsed: the receipt can be read meanwhile.
-    void add_runs(const std::filesystem::path& runs_dir, const std::function<std::string()>& receipt_id);
+    // `receipts` (Receipt::run_receipts) is asked for once the first run is parsed: the receipt
+    // can be read meanwhile.
+    void add_runs(const std::filesystem::path& runs_dir, const std::function<std::vector<std::string>()>& receipts);
 
     // Each run in the order added: its plan without the tests (but for a listed order's: a
     // sweep's, which no seed makes again), its records without the results.

@@ -430,9 +430,47 @@ std::vector<LedgerRow> quarantine_rows(const GateInput& input) {
     return rows;
 }
 
+// Which runs an earlier ctest left on the same key were kept (runs/evidence_reuse.hpp), from
+// when, and which seeds this one added: the evidence behind each verdict grows run by run.
+std::optional<LedgerRow> reuse_row(const GateInput& input) {
+    const auto& receipt = input.receipt;
+    if (receipt.kept.empty()) return std::nullopt;
+    std::size_t kept = 0, all = 0;
+    for (const auto& run : input.runs.runs()) {
+        if (run.plan.column == Column::runner) continue;
+        ++all;
+        kept += run.records.receipt != receipt.id;
+    }
+    std::string from;
+    for (const auto& k : receipt.kept)
+        from += (from.empty() ? "" : ", ") + k.at + " (seeds " + std::to_string(k.first_seed) + ".." + std::to_string(k.last_seed) + ")";
+    return suite_row("reuse", Verdict::stable,
+                     counted(kept, "run") + " of " + std::to_string(all) + " kept from the ctest run(s) of " + from +
+                         ": nothing they depend on changed; this one added seeds " + std::to_string(receipt.orders.first) + ".." +
+                         std::to_string(receipt.orders.seeds == 0 ? 0 : receipt.orders.seeds - 1));
+}
+
+// How far the alone pass has got: under ALONE AUTO it spends a budget per ctest, and the
+// tests it has not reached run alone in a later one on the same tree.
+std::optional<LedgerRow> alone_row(const GateInput& input) {
+    std::set<std::string> alone;
+    for (const auto& run : input.runs.runs())
+        if (run.plan.column == Column::local && run.plan.order == "alone" && run.plan.id.rfind("first.", 0) == 0 &&
+            run.plan.id.find('.', 6) == std::string::npos && run.plan.tests.size() == 1)
+            alone.insert(run.plan.tests.front());
+    const auto tests = input.receipt.tests.size();
+    if (alone.empty() || alone.size() >= tests) return std::nullopt;
+    return suite_row("alone-pass", Verdict::stable,
+                     std::to_string(alone.size()) + " of " + std::to_string(tests) +
+                         " tests have run alone, first after the collection; the others run alone in the next ctest runs on "
+                         "this tree (ALONE AUTO spends at most a quarter of the seed runs' time per ctest)");
+}
+
 std::vector<LedgerRow> run_rows(const GateInput& input) {
     std::vector<LedgerRow> rows;
     if (input.receipt.orders.seeds > 0) rows.push_back(orders_row(input.receipt, input.repeats_run_here));
+    if (auto row = reuse_row(input)) rows.push_back(std::move(*row));
+    if (auto row = alone_row(input)) rows.push_back(std::move(*row));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
     for (const auto& run : runs) present.insert(run.plan.id);

@@ -115,13 +115,21 @@ void add_partner(LedgerRow& row, const Culprit& culprit) {
 // What a test's attempts say, apart from the test's own name: a verdict and its reason.
 struct Judgement {
     Classification c;
-    std::string notes;  // machine_notes
+    std::string notes;   // machine_notes
+    std::size_t orders;  // distinct seed orders among the attempts
 };
+
+std::size_t distinct_seed_orders(const std::vector<Attempt>& attempts) {
+    std::set<std::string_view> orders;
+    for (const auto& a : attempts)
+        if (a.column == Column::local && a.order.rfind("seed.", 0) == 0) orders.insert(a.order);
+    return orders.size();
+}
 
 Judgement judge(const std::vector<Attempt>& attempts, const GateInput& input) {
     auto c = classify(attempts);
     auto notes = machine_notes(c.verdict, attempts, input);
-    return {std::move(c), std::move(notes)};
+    return {std::move(c), std::move(notes), distinct_seed_orders(attempts)};
 }
 
 LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number, const Judgement& judged,
@@ -138,6 +146,7 @@ LedgerRow test_row(const ReceiptTest& test, std::optional<std::uint32_t> number,
             row.reproduce = replay_command(input.evgate, input.suite_file, *request);
     row.dirty = c.dirty;
     row.also = c.also;
+    row.orders = judged.orders;
     row.fork_sensitive = c.fork_sensitive;
     row.collides = c.collides;
     row.unattributed = c.unattributed;

@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
@@ -15,6 +19,7 @@
 #include "runs/culprits.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
+#include "runs/evidence_reuse.hpp"
 #include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
 #include "runs/perturbation.hpp"
@@ -65,15 +70,58 @@ int cmd_manifest(Invocation& in) {
     return 0;
 }
 
+namespace {
+
+// The runs, partners and probes of an earlier invocation: cleared unless this one keeps them.
+void clear_runs(const SuiteConfig& suite) {
+    fs::remove_all(suite.runs_dir());
+    fs::remove_all(suite.evidence_dir / evidence::kLocaliseRuns);
+    fs::remove(suite.evidence_dir / evidence::kLocalise);
+}
+
+// The hooks of the receipt's collection: the fork server's, and evidence reuse's (the kept
+// runs' hash seed for the collection, and the decision in the receipt).
+ReceiptHooks receipt_hooks(const SuiteConfig& suite, ForkServerStart& serving, const std::optional<KeptEvidence>& kept,
+                           ReuseDecision& decision) {
+    auto hooks = serving.hooks();
+    hooks.prepare = [&kept, serve = hooks.prepare](ProcessSpec& spec) {
+        const bool set = std::any_of(spec.environment.begin(), spec.environment.end(),
+                                     [](const std::string& e) { return e.rfind("PYTHONHASHSEED=", 0) == 0; });
+        if (kept && !kept->hash_seed.empty() && !set) spec.environment.push_back("PYTHONHASHSEED=" + kept->hash_seed);
+        serve(spec);
+    };
+    hooks.annotate = [&suite, &kept, &decision, serve = hooks.annotate](rapidjson::Document& doc) {
+        serve(doc);
+        decision = add_reuse(doc, suite, kept);
+    };
+    return hooks;
+}
+
+void say_reuse(const SuiteConfig& suite, const Receipt& receipt, const ReuseDecision& decision) {
+    if (decision.keeps) {
+        std::size_t runs = 0;
+        for (const auto& plan : run_plan_files(suite.runs_dir())) runs += !plan.empty();
+        std::cout << "evgate: " << suite.name << ": nothing the runs depend on changed since the ctest of "
+                  << receipt.kept.front().at << ": its " << runs << " run(s) are kept, and this one runs seeds "
+                  << receipt.orders.first << ".." << receipt.orders.first + static_cast<std::uint64_t>(suite.seeds)
+                  << " (new orders), the tests not yet run alone and what the new runs call for\n";
+    } else if (!decision.why_not.empty()) {
+        std::cout << "evgate: " << suite.name << ": " << decision.why_not << " since the last ctest: every run starts over\n";
+    }
+}
+
+}  // namespace
+
 int cmd_receipt(Invocation& in) {
     const auto& suite = in.suite();
     validate_inputs(suite);  // fail before any run, not at the gate
-    fs::remove_all(suite.runs_dir());  // runs of an earlier invocation are not evidence for this one
-    // Nor its ledger, reports and per-test verdicts: when a step of this invocation is killed
-    // (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
+    const auto kept = take_kept_evidence(suite);  // the runs are evidence for this invocation only if it keeps them
+    // Nor is an earlier ledger, report or per-test verdict: when a step of this invocation is
+    // killed (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
     for (const char* stale : {evidence::kLedger, evidence::kReportHtml, evidence::kReportMarkdown, evidence::kJunit,
                               evidence::kVerdictStore})
         fs::remove(suite.evidence_dir / stale);
+    if (!kept) clear_runs(suite);
     // The collection is a pytest process like any run: the tree is snapshotted before it, and
     // what its imports changed is put back and blocks (never taken for pristine).
     Receipt receipt;
@@ -81,12 +129,20 @@ int cmd_receipt(Invocation& in) {
     // Its pytest stays, collected, as the server of every run's fork (fork_server.hpp).
     ForkServerStart serving(suite);
     check_bytecode_cache(suite);
-    const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
-        const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
-        receipt = take_receipt(suite, &pristine, serving.hooks());
-    });
-    if (changed.changed())
-        std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
+    ReuseDecision decision;
+    try {
+        const auto changed = store.guard_collection("receipt", "collection (receipt)", [&] {
+            const auto pristine = store.pristine_files();  // the snapshot just taken: what the collection runs over
+            receipt = take_receipt(suite, &pristine, receipt_hooks(suite, serving, kept, decision));
+        });
+        if (!decision.keeps) clear_runs(suite);
+        say_reuse(suite, receipt, decision);
+        if (changed.changed())
+            std::cout << "evgate: " << suite.name << ": the collection changed the tree outside any test; restored (the gate blocks)\n";
+    } catch (...) {
+        clear_runs(suite);
+        throw;
+    }
     std::cout << "evgate: " << suite.name << ": rootdir " << receipt.rootdir << ", configfile "
               << receipt.configfile.value_or("(none)") << ", " << receipt.conftests.size() << " conftest file(s), "
               << receipt.tests.size() << " tests collected\n";
@@ -164,7 +220,8 @@ int cmd_run(Invocation& in) {
     const auto& receipt = in.receipt();
     auto& store = in.store();
     RunPlan plan;
-    plan.seed = in.get<std::uint64_t>("seed");
+    // Step k runs the k-th seed after those an earlier ctest's kept runs ran (evidence_reuse.hpp).
+    plan.seed = receipt.orders.first + in.get<std::uint64_t>("seed");
     plan.id = plan.order = "seed." + std::to_string(plan.seed);
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
     if (repeats_an_order(suite, receipt, plan.id)) return 77;
@@ -173,9 +230,17 @@ int cmd_run(Invocation& in) {
     return run_and_report(suite, receipt, store, plan);
 }
 
+// A run an earlier ctest ran on the same key (evidence_reuse.hpp): said, and not run again.
+bool kept_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+    if (receipt.kept.empty() || !fs::exists(plan_file(suite, run_id))) return false;
+    std::cout << "evgate: " << suite.name << ": " << run_id << ": kept from an earlier ctest (nothing it depends on changed)\n";
+    return true;
+}
+
 int cmd_perturbed(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
+    if (kept_run(suite, receipt, "perturbed")) return 0;
     RunPlan plan;
     plan.id = plan.order = "perturbed";
     plan.column = Column::perturbed;
@@ -293,6 +358,47 @@ int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& stor
     return status;
 }
 
+// The runs of earlier ctests this invocation keeps: their records name a kept receipt.
+std::set<std::string> kept_runs(const SuiteConfig& suite, const Receipt& receipt) {
+    std::set<std::string> kept;
+    if (receipt.kept.empty()) return kept;
+    for (const auto& run : load_runs(suite, receipt.run_receipts()))
+        if (run.records.receipt != receipt.id) kept.insert(run.plan.id);
+    return kept;
+}
+
+// Of the reruns planned, those no run already holds: a rerun of an order that a kept run reran
+// as far is not run again, one that goes further is numbered after it; a test a kept run ran
+// alone is not run alone again.
+std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<LoadedRun>& runs) {
+    std::map<std::string, const RunPlan*> by_id;
+    std::set<std::vector<std::string>> alone;
+    std::size_t alone_numbers = 0;
+    for (const auto& run : runs) {
+        by_id[run.plan.id] = &run.plan;
+        if (run.plan.order == "alone" && run.plan.id.rfind("alone.", 0) == 0) {
+            alone.insert(run.plan.tests);
+            ++alone_numbers;
+        }
+    }
+    std::vector<RunPlan> left;
+    std::map<std::string, int> extra;  // order -> reruns numbered after the kept ones so far
+    for (auto& plan : plans) {
+        if (plan.order == "alone") {
+            if (alone.count(plan.tests)) continue;
+            plan.id = "alone." + std::to_string(++alone_numbers);
+        } else if (const auto was = by_id.find(plan.id); was != by_id.end()) {
+            if (was->second->tests.size() >= plan.tests.size()) continue;
+            int j = 0;
+            while (by_id.count(plan.order + ".rerun." + std::to_string(++j)) || j <= extra[plan.order]) {}
+            extra[plan.order] = j;
+            plan.id = plan.order + ".rerun." + std::to_string(j);
+        }
+        left.push_back(std::move(plan));
+    }
+    return left;
+}
+
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
 
 // A run of the alone pass: one test, first after the collection (cmd_alone).
@@ -319,7 +425,7 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
                       << plan.id << "\n";
             status |= run_and_report(suite, receipt, store, plan);
         }
-        runs = load_runs(suite, receipt.id);
+        runs = load_runs(suite, receipt.run_receipts());
     }
 }
 
@@ -336,7 +442,7 @@ void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
                   << " fresh process(es) to confirm what forks showed: " << plans.front().id
                   << (plans.size() > 1 ? " and " + std::to_string(plans.size() - 1) + " more" : "") << std::endl;
         status |= run_all(suite, receipt, store, plans);
-        runs = confirm_alone(suite, receipt, store, true, load_runs(suite, receipt.id), status);
+        runs = confirm_alone(suite, receipt, store, true, load_runs(suite, receipt.run_receipts()), status);
     }
 }
 
@@ -347,25 +453,27 @@ int cmd_rerun(Invocation& in) {
     const auto& receipt = in.receipt();
     auto& store = in.store();
     int status = 0;
+    // Runs an earlier ctest left on the same key stay as they are (evidence_reuse.hpp).
+    const auto kept = kept_runs(suite, receipt);
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_plans(suite.runs_dir()))
-        if (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty()))
+        if (!kept.count(run.plan.id) && (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty())))
             status |= redo_if_overlapped(suite, receipt, store, run.plan);
     for (const auto& run : load_plans(suite.runs_dir())) {
-        const bool kept = is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
-        if (!kept || !run.plan.confirms.empty()) {  // a rerun or a redo of an earlier invocation
+        const bool stays = kept.count(run.plan.id) || is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
+        if (!stays || (!kept.count(run.plan.id) && !run.plan.confirms.empty())) {  // a rerun or a redo of this step's earlier try
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
     }
     // The reruns are planned from what the seeds show alone.
-    auto runs = confirm_alone(suite, receipt, store, false, load_runs(suite, receipt.id), status);
+    auto runs = confirm_alone(suite, receipt, store, false, load_runs(suite, receipt.run_receipts()), status);
     std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
     for (const auto& run : runs)
         if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(run);
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
-    const auto plans = plan_reruns(seeds, limits);
+    const auto plans = not_run_yet(plan_reruns(seeds, limits), runs);
     // What this step will do before it does it (a line per run follows as each ends).
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) to run";
     constexpr std::size_t named = 8;
@@ -374,34 +482,81 @@ int cmd_rerun(Invocation& in) {
     std::cout << std::endl;
     status |= run_all(suite, receipt, store, plans);
     // Without reruns the runs are as read above: read only once when nothing needs doing again.
-    runs = confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.id), status);
+    runs = confirm_alone(suite, receipt, store, true, plans.empty() ? std::move(runs) : load_runs(suite, receipt.run_receipts()), status);
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) done\n";
     confirm_fresh(suite, receipt, store, std::move(runs), status);
     return status;
 }
 
+namespace {
+
+// What one seed run takes, in seconds: the longest of the seed runs finished so far (this
+// invocation's and the kept ones), from its plan (written as it starts) to its records'
+// last write; nullopt before any.
+std::optional<double> seed_run_seconds(const SuiteConfig& suite, const Receipt& receipt) {
+    std::optional<double> longest;
+    for (std::uint64_t k = 0; k < receipt.orders.seeds; ++k) {
+        const auto id = "seed." + std::to_string(k);
+        std::error_code ec1, ec2;
+        const auto started = fs::last_write_time(plan_file(suite, id), ec1);
+        const auto ended = fs::last_write_time(records_file(suite, id), ec2);
+        if (ec1 || ec2) continue;
+        const auto seconds = std::chrono::duration<double>(ended - started).count();
+        longest = std::max(longest.value_or(0.0), seconds);
+    }
+    return longest;
+}
+
+// ALONE AUTO's budget: a quarter of what the seed runs of one ctest cost; nullopt for no bound
+// (ALONE ON, or no seed run to measure: then the pass runs for a suite of up to 200 tests).
+std::optional<double> alone_budget(const SuiteConfig& suite, const Receipt& receipt) {
+    if (suite.alone != "auto") return std::nullopt;
+    const auto seed = seed_run_seconds(suite, receipt);
+    if (!seed) return std::nullopt;
+    return 0.25 * (suite.seeds + 1) * std::max(*seed, 0.05);
+}
+
+std::size_t count_failed_alone(const SuiteConfig& suite, const std::vector<RunPlan>& plans) {
+    std::size_t failed = 0;
+    for (const auto& plan : plans) {
+        try {
+            const auto records = read_run_records(records_file(suite, plan));
+            const auto result = records.results.find(plan.tests.front());
+            failed += result == records.results.end() || outcome_class(result->second.outcome) == "fail";
+        } catch (const InputError&) {  // records a test damaged: the gate's row says so; here it is no result
+            ++failed;
+        }
+    }
+    return failed;
+}
+
+}  // namespace
+
 // The alone pass: every test once as the first test after the collection, a fork (or a process)
 // each: the direct way to find a test that needs an earlier one to set state up. Runs first.<n>,
-// n the test's place in the collection, side by side where the fixture groups allow.
+// n the test's place in the collection, side by side where the fixture groups allow; a test an
+// earlier ctest's kept runs ran alone is not run again, and ALONE AUTO stops at its budget (the
+// rest run in the next ctest on the same tree).
 int cmd_alone(Invocation& in) {
-    // Beyond this many tests ALONE AUTO skips the pass: at 20 to 150 ms a fork, it would cost
-    // more than the seeds of a suite of quick tests (docs/cost.md).
+    // Without a seed run to measure, ALONE AUTO runs the pass for up to this many tests: at 20 to
+    // 150 ms a fork, more would cost more than the seeds of a suite of quick tests (docs/cost.md).
     constexpr std::size_t kAutoLimit = 200;
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
     auto& store = in.store();
-    if (suite.alone == "off" || (suite.alone == "auto" && receipt.tests.size() > kAutoLimit)) {
+    const auto budget = alone_budget(suite, receipt);
+    if (suite.alone == "off" || (suite.alone == "auto" && !budget && receipt.tests.size() > kAutoLimit)) {
         std::cout << "evgate: " << suite.name << ": the alone pass is off"
                   << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) +
-                                                                  " tests (ALONE AUTO: up to " + std::to_string(kAutoLimit) +
-                                                                  "; ALONE ON runs it)")
+                                                                  " tests with no seed run to budget it by (ALONE AUTO: up to " +
+                                                                  std::to_string(kAutoLimit) + "; ALONE ON runs it)")
                   << '\n';
         return 0;
     }
     const auto shard = this_shard();
     const bool merging = !merged_shards().empty();
     std::vector<RunPlan> plans;
-    std::size_t imported = 0;
+    std::size_t imported = 0, kept = 0;
     const auto collected = receipt.collected();
     for (std::size_t n = 1; n <= collected.size(); ++n) {
         RunPlan plan;
@@ -414,6 +569,10 @@ int cmd_alone(Invocation& in) {
             continue;
         }
         if (shard && !runs_here(*shard, plan.id, n)) continue;  // spread over the shards by place
+        if (!receipt.kept.empty() && fs::exists(plan_file(suite, plan.id))) {
+            ++kept;
+            continue;
+        }
         plans.push_back(std::move(plan));
     }
     if (collected.size() == 1 && repeat_left_out(receipt, "first.1")) return 77;  // the pass is seed.0's order
@@ -421,19 +580,26 @@ int cmd_alone(Invocation& in) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;
     }
-    const auto status = run_all(suite, receipt, store, plans, /*quiet=*/true);
-    std::size_t failed = 0;
-    for (const auto& plan : plans) {
-        try {
-            const auto records = read_run_records(records_file(suite, plan));
-            const auto result = records.results.find(plan.tests.front());
-            failed += result == records.results.end() || outcome_class(result->second.outcome) == "fail";
-        } catch (const InputError&) {  // records a test damaged: the gate's row says so; here it is no result
-            ++failed;
-        }
+    // In chunks of a few runs a worker, until the budget is spent.
+    const auto started = std::chrono::steady_clock::now();
+    const std::size_t chunk = 4 * std::max(1u, std::thread::hardware_concurrency());
+    std::vector<RunPlan> ran;
+    int status = 0;
+    for (std::size_t at = 0; at < plans.size(); at += chunk) {
+        const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (budget && spent >= *budget) break;
+        std::vector<RunPlan> some(plans.begin() + static_cast<std::ptrdiff_t>(at),
+                                  plans.begin() + static_cast<std::ptrdiff_t>(std::min(plans.size(), at + chunk)));
+        status |= run_all(suite, receipt, store, some, /*quiet=*/true);
+        ran.insert(ran.end(), some.begin(), some.end());
     }
-    std::cout << "evgate: " << suite.name << ": " << plans.size() << " test(s) run alone, first after the collection; " << failed
-              << " failed or gave no result\n";
+    std::cout << "evgate: " << suite.name << ": " << ran.size() << " test(s) run alone, first after the collection; "
+              << count_failed_alone(suite, ran) << " failed or gave no result";
+    if (kept > 0) std::cout << "; " << kept << " kept from an earlier ctest";
+    if (ran.size() < plans.size())
+        std::cout << "; " << plans.size() - ran.size() << " left for the next ctest on this tree (ALONE AUTO spends at most a quarter of "
+                  << "the seed runs' time, " << static_cast<long>(*budget * 10) / 10.0 << " s here)";
+    std::cout << '\n';
     return status;
 }
 

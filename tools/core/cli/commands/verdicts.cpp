@@ -2,6 +2,7 @@
 #include "cli/commands/commands.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <iostream>
@@ -10,8 +11,10 @@
 #include "verdicts/ctest_entries.hpp"
 #include "runs/culprits.hpp"
 #include "runs/ctest_selection.hpp"
+#include "runs/evidence_reuse.hpp"
 #include "runs/receipt.hpp"
 #include "io/date.hpp"
+#include "io/timestamp.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/discover_cache.hpp"
 #include "io/error.hpp"
@@ -47,7 +50,7 @@ GateInput gate_input(const SuiteConfig& suite, Receipt receipt) {
     input.baseline_file = suite.baseline ? suite.baseline->string() : "";
     input.baseline_tolerance = suite.baseline_tolerance;
     input.today = today_utc();
-    input.culprits = load_culprits(suite, input.receipt.id);
+    input.culprits = load_culprits(suite, input.receipt.run_receipts());
     input.evgate = self_path();
     input.suite_file = suite.source;
     input.tree_findings = FixtureStore(suite).findings({});  // the collections' (the runs' come with them)
@@ -87,18 +90,41 @@ void check_entries(const SuiteConfig& suite, const Receipt& receipt) {
                   << "entries; the next ctest registers them anew\n";
 }
 
+// What the next ctest may keep (runs/evidence_reuse.hpp): every run of this invocation and
+// the kept ones, when each finished and is evidence; nullopt when one is not (it runs again).
+std::optional<KeptEvidence> evidence_to_keep(const SuiteConfig& suite, const GateInput& input) {
+    const auto& receipt = input.receipt;
+    if (receipt.key.empty() || !receipt_problems(suite, receipt).empty()) return std::nullopt;
+    for (const auto& run : input.runs.runs())
+        if (run.plan.column != Column::runner && (!run.problem.empty() || run.records.finished != true)) return std::nullopt;
+    KeptEvidence keep;
+    keep.key = receipt.key;
+    keep.hash_seed = receipt.hash_seed;
+    keep.receipts = receipt.kept;
+    const auto last = receipt.orders.seeds == 0 ? 0 : receipt.orders.seeds - 1;
+    keep.receipts.push_back({receipt.id, iso_time(std::chrono::system_clock::now()), receipt.orders.first, last});
+    keep.next_seed = receipt.orders.seeds;
+    const auto doc = read_json_file(suite.receipt_file());
+    if (const auto* reuse = member(doc, "reuse"); reuse && reuse->IsObject())
+        if (const auto* parts = member(*reuse, "parts"); parts && parts->IsObject())
+            for (const auto& part : parts->GetObject())
+                if (part.value.IsString()) keep.parts[part.name.GetString()] = part.value.GetString();
+    return keep;
+}
+
 // The ledger from the receipt and every run, with the reports and the per-test verdicts; its
-// summary, which the reports print and the caller prints.
-GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in) {
+// summary, which the reports print and the caller prints. `keep`: filled with what the next
+// ctest may keep of the runs.
+GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std::optional<KeptEvidence>* keep = nullptr) {
     // The runs are read while the receipt is; its id is needed only once a run is parsed.
     auto loading = std::async(std::launch::async, [&] { return load_receipt(suite.receipt_file()); });
     std::optional<Receipt> receipt;
-    const auto receipt_id = [&] {
+    const auto receipts = [&] {
         if (!receipt) receipt = loading.get();
-        return receipt->id;
+        return receipt->run_receipts();
     };
     RunMatrix matrix;
-    matrix.add_runs(suite.runs_dir(), receipt_id);
+    matrix.add_runs(suite.runs_dir(), receipts);
     GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
     input.runs = std::move(matrix);
     std::map<std::string, std::string> leases;  // the executions whose records count: token -> run
@@ -112,7 +138,7 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in) {
             return runs_here(parse_shard_spec(f.spec, f.dir.string()), id, seed);
         });
     };
-    for (int k = 0; k <= suite.seeds; ++k) {
+    for (std::uint64_t k = 0; k < input.receipt.orders.seeds; ++k) {  // the kept invocations' seeds too
         const std::string id = "seed." + std::to_string(k);
         // A seed whose order an earlier one runs here is not run (distinct_orders.hpp): no result is due.
         if (expected(id, static_cast<std::uint64_t>(k)) && !repeat_left_out(input.receipt, id))
@@ -153,6 +179,7 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in) {
     reports.get();
     junit.get();
     check_entries(suite, input.receipt);
+    if (keep) *keep = evidence_to_keep(suite, input);
     return summary;
 }
 
@@ -202,7 +229,9 @@ int cmd_ledger(Invocation& in) {
     // The runs are over: a restore a killed run left pending (its step was ended by its CTest
     // TIMEOUT) is completed before anyone reads the fixtures again.
     say_restored(suite, FixtureStore(suite).restore_if_pending());
-    const auto summary = build_and_write(suite, in);
+    std::optional<KeptEvidence> keep;
+    const auto summary = build_and_write(suite, in, &keep);
+    if (keep) write_kept_evidence(suite, *keep);
     print_summary(std::cout, suite.name, summary);  // the gate step prints the rows
     std::cout << "ledger: " << suite.ledger_file().string() << "\nreport: " << (suite.evidence_dir / evidence::kReportHtml).string() << '\n';
     archive_if_asked(suite, std::cout);
