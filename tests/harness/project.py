@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness.commands import CTEST_TIMEOUT, child_env
+from harness.commands import BUILD_TIMEOUT, CTEST_TIMEOUT, child_env, run
 from harness.ctest import cmake_configure, ctest, step_output
 from harness.evidence import Ledger
 from harness.gate import decision
@@ -99,9 +99,13 @@ class Project:
         assert result.returncode == 0, f"configuring the consumer failed:\n{result.describe()}"
         return result
 
-    def ctest(self, *args, timeout=CTEST_TIMEOUT, wrapper=(), jobs=2, binary=None):
-        return self._record(ctest(binary or self.build, f"-j{jobs}", *args, timeout=timeout, env=self.env(),
+    def ctest(self, *args, timeout=CTEST_TIMEOUT, wrapper=(), jobs=2, binary=None, env_extra=None):
+        return self._record(ctest(binary or self.build, f"-j{jobs}", *args, timeout=timeout, env=self.env(**(env_extra or {})),
                                   wrapper=wrapper))
+
+    def build_target(self, target):
+        """cmake --build for one target of the consumer (a library its tests load)."""
+        return self._record(run(["cmake", "--build", str(self.build), "--target", target], timeout=BUILD_TIMEOUT, env=self.env()))
 
     def ctest_measured(self, *args, jobs=2):
         """ctest with the peak RSS (KiB) of its whole process tree: (result, kib)."""
