@@ -9,7 +9,9 @@ part of this repository. For each, in one run of this script:
 * "plain": the median of 3 `python -m pytest -q -p no:cacheprovider` runs of its tests, after
   one that writes the bytecode, with PYTHONDONTWRITEBYTECODE unset and a fresh TMPDIR and HOME;
 * a consumer project (`evidence_gate_add_suite(suite ROOT <checkout> TESTS ...)`, every other
-  argument at its default) configured against --build, and `ctest -L evidence -j2`, timed;
+  argument at its default) configured against --build, and `ctest -L evidence -j2`, timed; then
+  the same `ctest` again on the unchanged tree (it keeps the first one's runs and adds SEEDS new
+  orders: runs/evidence_reuse.hpp), timed, with its ledger checked the same way;
 * from its ledger: every verdict, the known dependent tests found `order-dependent` with a
   partner named, and every blocking row (a reader decides which are false: each is listed).
 
@@ -84,15 +86,25 @@ def gate(name, python, checkout, tests, build, workdir):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run(["cmake", "-S", source, "-B", binary, f"-DEvidenceGate_DIR={build}", f"-DPython3_EXECUTABLE={python}"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
-    start = time.monotonic()
-    done = subprocess.run(["ctest", "--test-dir", binary, "-L", "evidence", "-j2"], env=env, capture_output=True, text=True,
-                          timeout=7200)
-    wall = time.monotonic() - start
-    ledger = [json.loads(line) for line in (binary / "evidence" / "suite" / "ledger.jsonl").read_text().splitlines()]
-    return wall, done.returncode, ledger
+    walls, ledgers = [], []
+    for _ in range(2):  # the first ctest, then the second on the unchanged tree
+        start = time.monotonic()
+        subprocess.run(["ctest", "--test-dir", binary, "-L", "evidence", "-j2"], env=env, capture_output=True, text=True,
+                       timeout=7200)
+        walls.append(time.monotonic() - start)
+        ledgers.append([json.loads(line) for line in (binary / "evidence" / "suite" / "ledger.jsonl").read_text().splitlines()])
+    return walls, ledgers
 
 
-def summary(name, known, plain, wall, ledger):
+def summary(name, known, plain, walls, ledgers):
+    first, second = (summary_of(name, known, plain, wall, ledger) for wall, ledger in zip(walls, ledgers))
+    first["second"] = second
+    first["second_ratio"] = round(walls[1] / walls[0], 2)
+    first["reuse"] = next((row["reason"] for row in ledgers[1] if row["test"] == "reuse"), "(nothing kept)")
+    return first
+
+
+def summary_of(name, known, plain, wall, ledger):
     tests = [row for row in ledger if row.get("scope") != "suite"]
     verdicts = {}
     for row in tests:
@@ -125,16 +137,21 @@ def main():
         print(f"{name}: plain runs", file=sys.stderr)
         plain = plain_runs(args.python, checkout, tests, workdir)
         print(f"{name}: ctest -L evidence -j2", file=sys.stderr)
-        wall, _, ledger = gate(name, args.python, checkout, tests, args.build.resolve(), workdir)
-        results.append(summary(name, known, plain, wall, ledger))
+        walls, ledgers = gate(name, args.python, checkout, tests, args.build.resolve(), workdir)
+        results.append(summary(name, known, plain, walls, ledgers))
     (workdir / "real-suites.json").write_text(json.dumps(results, indent=2) + "\n")
-    print("| project | tests | known dependent tests found, partner named | blocking rows | wall | plain run | wall ÷ (SEEDS+1) plain runs |")
-    print("|---|---|---|---|---|---|---|")
+    print("| project | tests | known dependent tests found, partner named (first / second ctest) | blocking rows | "
+          "first ctest | plain run | first ÷ (SEEDS+1) plain runs | second ctest | second ÷ first |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['project']} | {r['tests']} | {len(r['found'])} / {r['known']} | {len(r['blocking'])} | {r['wall']} s | "
-              f"{r['plain']} s | {r['ratio']} |")
+        s = r["second"]
+        print(f"| {r['project']} | {r['tests']} | {len(r['found'])} / {len(s['found'])} of {r['known']} | "
+              f"{len(r['blocking'])} / {len(s['blocking'])} | {r['wall']} s | {r['plain']} s | {r['ratio']} | {s['wall']} s | "
+              f"{r['second_ratio']} |")
     for r in results:
-        print(f"\n{r['project']}: {r['verdicts']}")
+        print(f"\n{r['project']}: {r['verdicts']}; second ctest: {r['second']['verdicts']}; {r['reuse']}")
+        for line in r["second"]["missed"]:
+            print(f"  missed in the second ctest: {line}")
         for line in r["missed"]:
             print(f"  missed: {line}")
         for line in r["blocking"]:
