@@ -8,7 +8,7 @@
 
 #include "inputs/evidence_layout.hpp"
 #include "verdicts/ctest_entries.hpp"
-#include "runs/culprits.hpp"
+#include "runs/culprit_runs.hpp"
 #include "runs/ctest_selection.hpp"
 #include "runs/receipt.hpp"
 #include "io/date.hpp"
