@@ -50,6 +50,7 @@ from evidence_gate_aside import idle_threads
 from evidence_gate_fork_server import child_processes, start_server
 from evidence_gate_fork_worker import Worker
 from evidence_gate_manifest import write_json_atomic
+from evidence_gate_protocol import OPTION
 
 
 class ForkHooks:
@@ -66,14 +67,14 @@ def pytest_addhooks(pluginmanager):
 
 def pytest_addoption(parser):
     group = parser.getgroup("evidence-gate")
-    group.addoption("--evidence-gate-serve", metavar="SOCKET",
+    group.addoption(OPTION.serve, metavar="SOCKET",
                     help="with --collect-only: after collection, leave a server of the collected "
                          "session listening on SOCKET (evgate's receipt step)")
-    group.addoption("--evidence-gate-serve-status", metavar="PATH",
+    group.addoption(OPTION.serve_status, metavar="PATH",
                     help="where the server's pid and socket, or why there is none, are written")
-    group.addoption("--evidence-gate-serve-owner", metavar="PID:START",
+    group.addoption(OPTION.serve_owner, metavar="PID:START",
                     help="the server ends when this process (pid, start time in clock ticks) is gone")
-    group.addoption("--evidence-gate-serve-idle", metavar="SECONDS", type=float, default=900.0,
+    group.addoption(OPTION.serve_idle, metavar="SECONDS", type=float, default=900.0,
                     help="the server ends after this long without a run (default 900)")
 
 
@@ -83,7 +84,7 @@ SERVE_KEY = pytest.StashKey["Forking"]()
 def pytest_configure(config):
     if config.option.evidence_gate_serve:
         if not config.option.collectonly:
-            raise pytest.UsageError("--evidence-gate-serve needs --collect-only")
+            raise pytest.UsageError(f"{OPTION.serve} needs --collect-only")
         config.stash[SERVE_KEY] = Forking(config)
         config.pluginmanager.register(config.stash[SERVE_KEY], "evidence-gate-serve")
 

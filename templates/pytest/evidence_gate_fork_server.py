@@ -19,6 +19,7 @@ import time
 
 from evidence_gate_fork_worker import (STARTUP_ENVIRON, Worker, arguments_after_pytest, different_arguments,
                                        evidence_gate_options, is_startup_variable, option_parser)
+from evidence_gate_protocol import REQUESTS
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
@@ -205,28 +206,30 @@ class Server:
         return None
 
     def handle(self, connection, op, message):
+        """Each request of the protocol file (evidence_gate_protocol.json) to its ``op_<name>``
+        method; the worker when this process became one, else None."""
         self.last = time.monotonic()
-        if op == "bind":
-            if self.receipt is None:
-                self.receipt = message.get("receipt")
-                self.launch = launch_of(message)
-            if self.receipt != message.get("receipt"):
-                self.send(connection, {"refused": f"the session serves receipt {self.receipt}"})
-            else:
-                self.send(connection, {"pid": self.pid, "tests": len(self.session.items),
-                                       "hash_seed": STARTUP_ENVIRON.get("PYTHONHASHSEED")})
-        elif op == "run":
-            return self.run(connection, message)
-        elif op == "reap":
-            self.reap(connection)
-        elif op == "stop":
-            self.send(connection, {"stopping": True, "served": self.served})
-            self.exit()
-        else:
+        handler = getattr(self, f"op_{op}", None) if op in REQUESTS else None
+        if handler is None:
             self.drop(connection)
-        return None
+            return None
+        return handler(connection, message)
 
-    def run(self, connection, message):
+    def op_bind(self, connection, message):
+        if self.receipt is None:
+            self.receipt = message.get("receipt")
+            self.launch = launch_of(message)
+        if self.receipt != message.get("receipt"):
+            self.send(connection, {"refused": f"the session serves receipt {self.receipt}"})
+        else:
+            self.send(connection, {"pid": self.pid, "tests": len(self.session.items),
+                                   "hash_seed": STARTUP_ENVIRON.get("PYTHONHASHSEED")})
+
+    def op_stop(self, connection, message):
+        self.send(connection, {"stopping": True, "served": self.served})
+        self.exit()
+
+    def op_run(self, connection, message):
         fds, connection.fds = connection.fds, []
         why, run = self.check(message, fds)
         if why is None and connection.worker is not None:
@@ -320,7 +323,7 @@ class Server:
         self.send(connection, connection.ended)
         return None
 
-    def reap(self, connection):
+    def op_reap(self, connection, message):
         if connection.worker is None or connection.ended is None:
             self.drop(connection)
             return

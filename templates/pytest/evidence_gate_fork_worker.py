@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 from evidence_gate_bytecode import verify_cached_bytecode
+from evidence_gate_protocol import OPTION, OPTION_PREFIX
 
 # The environment as the interpreter started with it, before any conftest changed it: a run's
 # environment is applied as the difference from this. (Imported with the plugin, at start-up.)
@@ -48,7 +49,7 @@ class Worker:
         os.chdir(self.run["cwd"])
         self.environment()
         self.output()
-        args = [f"--evidence-gate-channel={self.channel}" if a.startswith("--evidence-gate-channel=") else a
+        args = [f"{OPTION.channel}={self.channel}" if a.startswith(f"{OPTION.channel}=") else a
                 for a in self.run["args"]]
         sys.argv = [sys.argv[0], *args]
         params = config.invocation_params
@@ -170,8 +171,8 @@ def arguments_after_pytest(argv, launched):
 def different_arguments(run, collection):
     """How a run's pytest arguments differ from the collection's, their --evidence-gate-*
     options and the collection's own --collect-only and -q aside; None when they agree."""
-    run = [a for a in run if not a.startswith("--evidence-gate-")]
-    collection = [a for a in collection if not a.startswith("--evidence-gate-")]
+    run = [a for a in run if not a.startswith(OPTION_PREFIX)]
+    collection = [a for a in collection if not a.startswith(OPTION_PREFIX)]
     for own in ("--collect-only", "-q"):
         if own not in collection:
             return f"the collection was not run with {own}"
@@ -214,5 +215,5 @@ def option_parser():
 
 def evidence_gate_options(parser, args):
     """Every --evidence-gate-* option's value in a run's arguments (the default when absent)."""
-    namespace, _ = parser.parse_known_args([a for a in args if a.startswith("--evidence-gate-")])
+    namespace, _ = parser.parse_known_args([a for a in args if a.startswith(OPTION_PREFIX)])
     return vars(namespace)

@@ -34,6 +34,7 @@ import time
 from evidence_gate_files import (RACY_NS, components, directory_state, excluded, is_racy, list_directory, listed_directory,
                                  listed_state, lstat, owned, parent_of, stat_key, state_of, within)
 from evidence_gate_inotify import ABOVE, DIRECTORY, FILE, IN_IGNORED, IN_ISDIR, IN_Q_OVERFLOW, Unwatchable, Watches
+from evidence_gate_protocol import OPTION
 from evidence_gate_tree import Tree, reported
 
 
@@ -54,7 +55,7 @@ class Leases:
             if not self.tree.start():
                 self.tree = None
         self.how = "scan" if self.leases else None
-        self.note = "--evidence-gate-lease=scan" if self.leases and mode == "scan" else None
+        self.note = f"{OPTION.lease}=scan" if self.leases and mode == "scan" else None
         self.watches = None
         self.checked_ns = time.time_ns()
         if self.leases and mode == "auto":

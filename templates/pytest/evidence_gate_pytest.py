@@ -27,6 +27,7 @@ import pytest
 
 from evidence_gate_bytecode import verify_cached_bytecode
 from evidence_gate_collect import CollectRecorder
+from evidence_gate_protocol import OPTION
 from evidence_gate_records import RunRecorder
 
 # Loaded with -p, before any conftest or test module is imported: cached bytecode a failed
@@ -47,25 +48,25 @@ MARKERS = (
 
 def pytest_addoption(parser):
     group = parser.getgroup("evidence-gate", "Evidence Gate (options are set by evgate)")
-    group.addoption("--evidence-gate-channel", metavar="FD", type=int,
+    group.addoption(OPTION.channel, metavar="FD", type=int,
                     help="run mode: send JSON Lines run records on this inherited socket (evgate's)")
-    group.addoption("--evidence-gate-records", metavar="PATH",
+    group.addoption(OPTION.records, metavar="PATH",
                     help="run mode by hand: append JSON Lines run records to PATH")
-    group.addoption("--evidence-gate-run", metavar="ID",
+    group.addoption(OPTION.run, metavar="ID",
                     help="run id copied into the session record")
-    group.addoption("--evidence-gate-seed", metavar="N", type=int, default=0,
+    group.addoption(OPTION.seed, metavar="N", type=int, default=0,
                     help="reseed random per test from N and the node id (default 0)")
-    group.addoption("--evidence-gate-order", metavar="PATH",
+    group.addoption(OPTION.order, metavar="PATH",
                     help="JSON Lines node ids: run exactly these, in this order")
-    group.addoption("--evidence-gate-groups", metavar="PATH",
+    group.addoption(OPTION.groups, metavar="PATH",
                     help="run mode: fixture groups (JSON) to watch for undeclared writes")
-    group.addoption("--evidence-gate-verified-ns", metavar="T", type=int,
+    group.addoption(OPTION.verified_ns, metavar="T", type=int,
                     help="run mode: when evgate last found the groups as listed (ns since the epoch); "
                          "what changed since counts as changed outside any test")
-    group.addoption("--evidence-gate-lease", choices=("auto", "scan"), default="auto",
+    group.addoption(OPTION.lease, choices=("auto", "scan"), default="auto",
                     help="how groups are checked after each test: auto (change notifications "
                          "where they can be trusted, else the stat scan) or scan (default auto)")
-    group.addoption("--evidence-gate-collect", metavar="PATH",
+    group.addoption(OPTION.collect, metavar="PATH",
                     help="collect mode (with --collect-only): write the suite description to PATH")
 
 
@@ -81,7 +82,7 @@ def pytest_configure(config):
         config.pluginmanager.register(config.stash[RUN_KEY], "evidence-gate-run")
     if config.option.evidence_gate_collect:
         if not config.option.collectonly:
-            raise pytest.UsageError("--evidence-gate-collect needs --collect-only")
+            raise pytest.UsageError(f"{OPTION.collect} needs --collect-only")
         config.stash[COLLECT_KEY] = CollectRecorder(config)
         config.pluginmanager.register(config.stash[COLLECT_KEY], "evidence-gate-collect")
 

@@ -32,6 +32,7 @@ from evidence_gate_aside import REORDERERS, idle_threads, installed_reorderers, 
 from evidence_gate_collect import loaded_conftests
 from evidence_gate_leases import Leases
 from evidence_gate_leftovers import Leftovers, describe_leftovers
+from evidence_gate_protocol import EVENT, OPTION
 from evidence_gate_scopes import Scopes, merged
 from evidence_gate_tree import SOURCE_TREE
 
@@ -39,6 +40,8 @@ PHASES = ("setup", "call", "teardown")
 
 # Compact, one line, keys sorted; made once (json.dumps builds an encoder per call).
 RECORD_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+# What emit() writes for {"event": "start", "test": ...} up to the node id, without a dict to build and sort.
+START_PREFIX = '{"event":' + RECORD_ENCODER.encode(EVENT.start) + ',"test":'
 
 
 class RunRecorder:
@@ -117,7 +120,7 @@ class RunRecorder:
 
     def pytest_collection_finish(self, session):
         self.emit({
-            "event": "session",
+            "event": EVENT.session,
             "run": self.run_id,
             "pid": os.getpid(),
             "seed": self.seed,
@@ -151,7 +154,7 @@ class RunRecorder:
         """Changes to the groups since the last check, made outside any test: in `phase`."""
         changed = self.leases.check() if self.leases is not None else []
         if changed:
-            self.emit({"event": "outside", "phase": phase, "changed": changed})
+            self.emit({"event": EVENT.outside, "phase": phase, "changed": changed})
 
     def lease_fields(self):
         """How fixture groups are checked ("inotify", "scan", None without groups) and why not by notification."""
@@ -163,8 +166,7 @@ class RunRecorder:
     def pytest_runtest_protocol(self, item):
         self.reports = {}
         self.running, self.called, self.call_error = item.nodeid, False, None
-        # What emit() writes for {"event": "start", "test": ...}, without a dict to build and sort.
-        self.write_line('{"event":"start","test":' + RECORD_ENCODER.encode(item.nodeid) + "}")
+        self.write_line(START_PREFIX + RECORD_ENCODER.encode(item.nodeid) + "}")
         # What earlier tests left running: a change made while it runs may be theirs.
         earlier = self.leftovers.running()
         # String seeds hash the same way on every Python version.
@@ -185,7 +187,7 @@ class RunRecorder:
         dirty = [group for group in own if group not in declared and group != SOURCE_TREE]
         result, message = classify(self.reports, self.called, self.call_error)
         record = {
-            "event": "result",
+            "event": EVENT.result,
             "test": item.nodeid,
             "outcome": result,
             "phases": {when: report.outcome for when, report in self.reports.items()},
@@ -255,7 +257,7 @@ class RunRecorder:
         # pytest.exit() there, re-raised by a wrapper before ours got its turn), and pytest took
         # its status from that.
         finish = self.after_finish if self.after_finish is not None else final
-        self.emit({"event": "end", "exitstatus": self.exitstatus, "finish": finish, "final": final,
+        self.emit({"event": EVENT.end, "exitstatus": self.exitstatus, "finish": finish, "final": final,
                    **self.lease_fields()})
 
     def close(self):
@@ -277,13 +279,13 @@ def open_records(option):
             # Not inherited across exec: a program a test starts has no business on it.
             os.set_inheritable(fd, False)
         except OSError as e:
-            raise pytest.UsageError(f"--evidence-gate-channel={fd}: {e}") from None
+            raise pytest.UsageError(f"{OPTION.channel}={fd}: {e}") from None
         return fd
     try:
         # Append: earlier runs' records in the same file must survive.
         return os.open(option.evidence_gate_records, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as e:
-        raise pytest.UsageError(f"--evidence-gate-records: {e}") from None
+        raise pytest.UsageError(f"{OPTION.records}: {e}") from None
 
 
 def read_order(path):
@@ -299,9 +301,9 @@ def read_order(path):
                     raise ValueError("not a JSON string")
                 order.append(nodeid)
     except (OSError, ValueError) as e:
-        raise pytest.UsageError(f"--evidence-gate-order: {path}: {e}") from None
+        raise pytest.UsageError(f"{OPTION.order}: {path}: {e}") from None
     if len(set(order)) != len(order):
-        raise pytest.UsageError(f"--evidence-gate-order: {path}: a node id is listed twice")
+        raise pytest.UsageError(f"{OPTION.order}: {path}: a node id is listed twice")
     return order
 
 

@@ -17,6 +17,7 @@ from pytest's hooks.
 import functools
 import os
 
+from evidence_gate_protocol import EVENT
 from evidence_gate_tree import SOURCE_TREE
 
 FUNCTION_SCOPE = "function"
@@ -96,7 +97,7 @@ class Scopes:
             self.own = merged(self.own, changed)
             self.tree += self.leases.tree_touched
         elif changed:
-            self.emit({"event": "outside", "phase": "session end", "changed": changed})
+            self.emit({"event": EVENT.outside, "phase": "session end", "changed": changed})
 
     def attribute(self, fixturedef, when):
         changed = self.leases.check()
@@ -111,7 +112,7 @@ class Scopes:
         rest = [group for group in changed if group not in owned and group != SOURCE_TREE]
         if rest:
             self.emit({
-                "event": "outside",
+                "event": EVENT.outside,
                 "phase": f"fixture {when}",
                 "fixture": fixturedef.argname,
                 "scope": fixturedef.scope,

@@ -21,6 +21,8 @@
 
 #include <gsl/gsl>
 
+#include "io/child_bounds.hpp"
+
 extern char** environ;
 
 namespace evgate {
@@ -73,10 +75,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     ::_exit(127);
 }
 
-enum class Wait { exited, deadline, test_deadline, stopped };
-
 // Waits for one child: sleeps in poll(2) on a pidfd (its end is seen at once; before Linux
-// 5.3, in short naps), on the child's channel and on the stop pipe.
+// 5.3, in short naps), on the child's channel and on the stop pipe; what ends it early is
+// ChildBounds' to say.
 class Waiter {
 public:
     Waiter(pid_t pid, const ProcessSpec& spec, Clock::time_point start)
@@ -89,9 +90,8 @@ public:
     Waiter(const Waiter&) = delete;
     Waiter& operator=(const Waiter&) = delete;
 
-    // Until the child ended (status filled in), `deadline` passed (when bounded), the running
-    // test's bound passed (when `per_test`) or a stop was asked (when `stoppable`).
-    Wait until(Clock::time_point deadline, bool bounded, bool stoppable, int& status, bool per_test = false) {
+    // Until the child ended (status filled in), sending its group what `bounds` says on the way.
+    void until_exit(ChildBounds& bounds, int& status) {
         auto nap = std::chrono::milliseconds(1);
         for (;;) {
             if (exited()) {
@@ -101,26 +101,28 @@ public:
                 while (::waitpid(pid_, &status, 0) < 0)
                     if (errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
                 if (spec_.channel) spec_.channel->child_reaped();
-                return Wait::exited;
+                bounds.child_gone();
+                return;
             }
-            if (stoppable && stop_requested != 0) return Wait::stopped;
             const auto now = Clock::now();
-            if (bounded && now >= deadline) return Wait::deadline;
-            const auto test_deadline = per_test && spec_.test_deadline ? spec_.test_deadline() : std::nullopt;
-            if (test_deadline && now >= *test_deadline) return Wait::test_deadline;
+            const auto test_deadline = spec_.test_deadline ? spec_.test_deadline() : std::nullopt;
+            switch (bounds.step(now, test_deadline, stop_requested)) {
+                case ChildBounds::Send::terminate: ::kill(-pid_, SIGTERM); break;
+                case ChildBounds::Send::kill: ::kill(-pid_, SIGKILL); break;
+                case ChildBounds::Send::nothing: break;
+            }
             if (spec_.progress && now >= next_progress_) {
                 spec_.progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_));
                 next_progress_ = now + spec_.progress_every;
             }
-            auto wake = bounded ? deadline : now + std::chrono::hours(1);
-            if (test_deadline) wake = std::min(wake, *test_deadline);
+            auto wake = std::min(bounds.wake(test_deadline), now + std::chrono::hours(1));
             if (spec_.progress) wake = std::min(wake, next_progress_);
             auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1);
             if (pidfd_ < 0) {
                 wait = std::min(wait, nap);
                 nap = std::min(nap * 2, std::chrono::milliseconds(25));
             }
-            sleep(std::min<long long>(wait.count(), 60'000), stoppable, now);
+            sleep(std::clamp<long long>(wait.count(), 0, 60'000), bounds.stoppable(), now);
         }
     }
 
@@ -240,19 +242,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
     ProcessResult result;
     int status = 0;
     Waiter waiter(pid, spec, start);
-    const bool bounded = spec.timeout.count() > 0;
-    auto ended = waiter.until(start + spec.timeout, bounded, true, status, true);
-    if (ended == Wait::test_deadline) result.test_timed_out = spec.test_timeout;
-    if (ended == Wait::deadline || ended == Wait::test_deadline) {
-        result.timed_out = ended == Wait::deadline;
-        ::kill(-pid, SIGTERM);
-        ended = waiter.until(Clock::now() + kStopGracePeriod, true, true, status);
-    }
-    if (ended == Wait::stopped) result.stopped = stop_requested;
-    if (ended != Wait::exited) {
-        ::kill(-pid, SIGKILL);
-        waiter.until(Clock::now(), false, false, status);
-    }
+    ChildBounds bounds(start, spec.timeout, kStopGracePeriod);
+    waiter.until_exit(bounds, status);
+    result.timed_out = bounds.timed_out();
+    if (bounds.test_timed_out()) result.test_timed_out = spec.test_timeout;
+    result.stopped = bounds.stopped();
     ::kill(-pid, SIGKILL);  // whatever the test suite left running in its group
     {
         const std::lock_guard<std::mutex> lock(live_mutex);

@@ -114,8 +114,9 @@ std::string collection_fingerprint(const SuiteConfig& suite, const fs::path& ent
     std::sort(variables.begin(), variables.end());
     std::vector<std::string> stamps;
     std::error_code ec;
-    for (const auto& file : fs::directory_iterator(suite.plugin_dir, ec))
-        if (is_python(file.path().filename().string())) stamps.push_back(file.path().string() + " " + file_stamp(file.path()));
+    for (const auto& file : fs::directory_iterator(suite.plugin_dir, ec))  // the plugin: its modules and protocol file
+        if (const auto name = file.path().filename().string(); is_python(name) || name == "evidence_gate_protocol.json")
+            stamps.push_back(file.path().string() + " " + file_stamp(file.path()));
     for (auto dir = suite.root.parent_path(); !dir.empty(); dir = dir.parent_path()) {  // config files above ROOT
         for (const char* name : kConfigNames) stamps.push_back((dir / name).string() + " " + file_stamp(dir / name));
         stamps.push_back((dir / "conftest.py").string() + " " + file_stamp(dir / "conftest.py"));

@@ -12,6 +12,7 @@
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/json_io.hpp"
+#include "runs/protocol.hpp"
 #include "runs/fork_session.hpp"
 #include "runs/sandbox.hpp"
 
@@ -159,11 +160,12 @@ void ForkServerStart::prepare(ProcessSpec& spec) {
     }
     if (!asking_) return;
     const auto at = std::find_if(spec.argv.begin(), spec.argv.end(),
-                                 [](const std::string& a) { return a.rfind("--evidence-gate-collect=", 0) == 0; });
+                                 [](const std::string& a) { return a.rfind(std::string(protocol::option::collect) + "=", 0) == 0; });
     spec.argv.insert(at == spec.argv.end() ? at : at + 1,
-                     {"--evidence-gate-serve=" + socket_.string(), "--evidence-gate-serve-status=" + status_.string(),
-                      "--evidence-gate-serve-owner=" + std::to_string(owner_->pid) + ":" + std::to_string(owner_->start),
-                      "--evidence-gate-serve-idle=" + std::to_string(kIdleSeconds)});
+                     {std::string(protocol::option::serve) + "=" + socket_.string(),
+                      std::string(protocol::option::serve_status) + "=" + status_.string(),
+                      std::string(protocol::option::serve_owner) + "=" + std::to_string(owner_->pid) + ":" + std::to_string(owner_->start),
+                      std::string(protocol::option::serve_idle) + "=" + std::to_string(kIdleSeconds)});
     spec.survivor = [this] { return server_pid(); };
     launch_python_ = spec.argv.front();
     launch_environment_ = spec.environment;
@@ -175,10 +177,10 @@ std::string bind_request(const std::string& receipt_id, const std::string& pytho
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("op"), w.String("bind");
-    w.Key("receipt"), w.String(receipt_id);
-    w.Key("python"), w.String(python);
-    w.Key("env");
+    w.Key(protocol::field::op), w.String(protocol::op::bind);
+    w.Key(protocol::field::receipt), w.String(receipt_id);
+    w.Key(protocol::field::python), w.String(python);
+    w.Key(protocol::field::env);
     w.StartArray();
     for (const auto& entry : environment) w.String(entry);
     w.EndArray();
@@ -231,11 +233,11 @@ void ForkServerStart::bind(const std::string& receipt_id, std::size_t tests) {
     server.send(bind_request(receipt_id, launch_python_, launch_environment_));
     const auto answer = server.receive(Clock::now() + kAnswerTimeout);
     if (!answer) throw Error("the server ended before it answered");
-    if (const auto* why = member(*answer, "refused"); why && why->IsString()) throw Error(why->GetString());
-    const auto* count = member(*answer, "tests");
+    if (const auto* why = member(*answer, protocol::field::refused); why && why->IsString()) throw Error(why->GetString());
+    const auto* count = member(*answer, protocol::field::tests);
     if (!count || !count->IsUint64() || count->GetUint64() != tests)
         throw Error("the server holds another collection than the receipt's " + std::to_string(tests) + " tests");
-    const auto seed = member(*answer, "hash_seed");
+    const auto seed = member(*answer, protocol::field::hash_seed);
     if (!seed || !seed->IsString() || isolation_.hash_seed != seed->GetString())
         throw Error("the server did not start with the receipt's hash seed");
     isolation_.forks = true;
@@ -258,9 +260,9 @@ std::string stop_fork_server(const SuiteConfig& suite) {
     if (!fs::exists(fs::symlink_status(socket, ec))) return "";
     try {
         ServerConnection server(socket, std::nullopt);
-        server.send(R"({"op":"stop"})");
+        server.send(op_request(protocol::op::stop));
         const auto answer = server.receive(Clock::now() + kAnswerTimeout);
-        const auto* served = answer ? member(*answer, "served") : nullptr;
+        const auto* served = answer ? member(*answer, protocol::field::served) : nullptr;
         // It closes the connection as it ends.
         while (server.receive(Clock::now() + kAnswerTimeout)) {
         }

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
+#include "io/child_bounds.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/fork_server.hpp"
+#include "runs/protocol.hpp"
 #include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;
@@ -58,15 +60,16 @@ std::string request(const std::string& receipt_id, const ProcessSpec& spec) {
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("op"), w.String("run");
-    w.Key("receipt"), w.String(receipt_id);
-    w.Key("argv"), w.StartArray();
+    namespace field = protocol::field;
+    w.Key(field::op), w.String(protocol::op::run);
+    w.Key(field::receipt), w.String(receipt_id);
+    w.Key(field::argv), w.StartArray();
     for (const auto& arg : spec.argv) w.String(arg);
     w.EndArray();
-    w.Key("env"), w.StartArray();
+    w.Key(field::env), w.StartArray();
     for (const auto& entry : spec.environment) w.String(entry);
     w.EndArray();
-    w.Key("cwd"), w.String(spec.cwd.string());
+    w.Key(field::cwd), w.String(spec.cwd.string());
     w.EndObject();
     return std::string(json.text());
 }
@@ -192,6 +195,15 @@ std::optional<rapidjson::Document> ServerConnection::receive(Clock::time_point d
     }
 }
 
+std::string op_request(std::string_view op) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key(protocol::field::op), w.String(op.data(), static_cast<rapidjson::SizeType>(op.size()));
+    w.EndObject();
+    return std::string(json.text());
+}
+
 pid_t parent_of(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::stringstream text;
@@ -290,8 +302,8 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
             // wait() ends it as any stop, and the run restores what it wrote.
             const auto answer = server->receive(Clock::now() + kAnswerTimeout, ServerConnection::OnStop::wait);
             if (!answer) return refused("it ended before it answered");  // (a worker of a dropped client dies with it)
-            if (const auto* why = member(*answer, "refused"); why && why->IsString()) return refused(std::string("refused: ") + why->GetString());
-            worker = int_member(*answer, "pid").value_or(0);
+            if (const auto* why = member(*answer, protocol::field::refused); why && why->IsString()) return refused(std::string("refused: ") + why->GetString());
+            worker = int_member(*answer, protocol::field::pid).value_or(0);
         } catch (const Error& e) {
             end_server();  // asked, and silent: it may start the worker yet
             return refused(e.what());
@@ -320,42 +332,25 @@ std::optional<ProcessResult> ForkSession::run(const ProcessSpec& spec) {
 ProcessResult ForkSession::wait(const ProcessSpec& spec, ServerConnection& server, pid_t worker, Clock::time_point start) {
     ProcessResult result;
     Descriptor pidfd(static_cast<int>(::syscall(SYS_pidfd_open, worker, 0)));
-    std::optional<Clock::time_point> kill_at, gone_at;  // SIGKILL after SIGTERM; when the worker was seen gone
-    bool killed = false, server_gone = false, answered = false;
+    ChildBounds bounds(start, spec.timeout, kStopGracePeriod);
+    std::optional<Clock::time_point> gone_at;  // when the worker was seen gone
+    bool server_gone = false, answered = false;
     auto next_progress = start + spec.progress_every;
     Clock::time_point channel_quiet_until{};
-    const auto end = [&](int signal) {
-        kill_group(worker, signal);
-        if (signal == SIGKILL) killed = true;
-        else kill_at = Clock::now() + kStopGracePeriod;
-    };
     while (!answered && !server_gone) {
         const auto now = Clock::now();
-        if (!killed && !kill_at && !gone_at) {  // once the worker is gone, only the server's answer is awaited
-            const auto test_deadline = spec.test_deadline ? spec.test_deadline() : std::nullopt;
-            if (stop_signal() != 0) {
-                result.stopped = stop_signal();
-                end(SIGKILL);
-            } else if (spec.timeout.count() > 0 && now >= start + spec.timeout) {
-                result.timed_out = true;
-                end(SIGTERM);
-            } else if (test_deadline && now >= *test_deadline) {
-                result.test_timed_out = spec.test_timeout;
-                end(SIGTERM);
-            }
+        const auto test_deadline = spec.test_deadline ? spec.test_deadline() : std::nullopt;
+        switch (bounds.step(now, test_deadline, stop_signal())) {
+            case ChildBounds::Send::terminate: kill_group(worker, SIGTERM); break;
+            case ChildBounds::Send::kill: kill_group(worker, SIGKILL); break;
+            case ChildBounds::Send::nothing: break;
         }
-        if (kill_at && !killed && now >= *kill_at) end(SIGKILL);
         if (gone_at && now >= *gone_at + kEndAnswerTimeout) break;  // the server does not say how it ended
         if (spec.progress && now >= next_progress) {
             spec.progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
             next_progress = now + spec.progress_every;
         }
-        auto wake = now + std::chrono::hours(1);
-        const bool bounded = !kill_at && !killed && !gone_at;
-        if (spec.timeout.count() > 0 && bounded) wake = std::min(wake, start + spec.timeout);
-        if (const auto test_deadline = spec.test_deadline ? spec.test_deadline() : std::nullopt; test_deadline && bounded)
-            wake = std::min(wake, *test_deadline);
-        if (kill_at && !killed) wake = std::min(wake, *kill_at);
+        auto wake = std::min(bounds.wake(test_deadline), now + std::chrono::hours(1));
         if (gone_at) wake = std::min(wake, *gone_at + kEndAnswerTimeout);
         if (spec.progress) wake = std::min(wake, next_progress);
         const bool quiet = now < channel_quiet_until;
@@ -368,32 +363,38 @@ ProcessResult ForkSession::wait(const ProcessSpec& spec, ServerConnection& serve
         const nfds_t channel_at = n;
         const int channel = quiet ? -1 : spec.channel->our_end();
         if (channel >= 0) fds[n++] = {channel, POLLIN, 0};
-        if (stop_fd() >= 0 && result.stopped == 0) fds[n++] = {stop_fd(), POLLIN, 0};
+        if (stop_fd() >= 0 && bounds.stoppable()) fds[n++] = {stop_fd(), POLLIN, 0};
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
         if (::poll(fds, n, static_cast<int>(std::clamp<long long>(ms, 0, 60'000))) <= 0) continue;
         if (channel >= 0 && fds[channel_at].revents != 0) {
             spec.channel->drain();
             channel_quiet_until = Clock::now() + kChannelQuiet;
         }
-        if (pid_at < channel_at && fds[pid_at].revents != 0) gone_at = Clock::now();
+        if (pid_at < channel_at && fds[pid_at].revents != 0) {
+            gone_at = Clock::now();
+            bounds.child_gone();  // only the server's answer is awaited from now on
+        }
         if (fds[0].revents != 0) {
             server_gone = !server.read_available();
             while (auto line = server.next_line()) {
-                if (const auto code = int_member(*line, "exit")) result.exit_code = *code, answered = true;
-                if (const auto signal = int_member(*line, "signal")) result.signal = *signal, answered = true;
+                if (const auto code = int_member(*line, protocol::field::exit)) result.exit_code = *code, answered = true;
+                if (const auto signal = int_member(*line, protocol::field::signal)) result.signal = *signal, answered = true;
             }
         }
     }
+    result.stopped = bounds.stopped();
+    result.timed_out = bounds.timed_out();
+    if (bounds.test_timed_out()) result.test_timed_out = spec.test_timeout;
     // Everything the worker wrote is in the channel now, and its pid is still its own (the server
     // reaps it only when told): read it all, then kill what it left in its group.
     spec.channel->drain();
     kill_group(worker, SIGKILL);
     if (answered) {
         try {
-            server.send(R"({"op":"reap"})");
+            server.send(op_request(protocol::op::reap));
             // Even when stopped: the run's restore comes after this, and must (the caller's).
             const auto reaped = server.receive(Clock::now() + kEndAnswerTimeout, ServerConnection::OnStop::wait);
-            if (!reaped || member(*reaped, "reaped") == nullptr) lost("it did not reap its worker");
+            if (!reaped || member(*reaped, protocol::field::reaped) == nullptr) lost("it did not reap its worker");
         } catch (const Error& e) {
             lost(e.what());
         }

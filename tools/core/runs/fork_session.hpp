@@ -111,6 +111,9 @@ private:
     std::string why_;
 };
 
+// A request that is its operation alone: {"op":"reap"}, {"op":"stop"}.
+std::string op_request(std::string_view op);
+
 // The parent of `pid` (field 4 of /proc/<pid>/stat); 0 when it is gone.
 pid_t parent_of(pid_t pid);
 

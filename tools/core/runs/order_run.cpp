@@ -14,6 +14,7 @@
 #include "io/json_io.hpp"
 #include "runs/fork_session.hpp"
 #include "runs/process_checks.hpp"
+#include "runs/protocol.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/record_channel.hpp"
 #include "runs/run_records.hpp"
@@ -37,9 +38,20 @@ std::string interrupted_record(const std::string& test, const std::string& reaso
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String("interrupted");
-    w.Key("test"), w.String(test);
-    w.Key("reason"), w.String(reason);
+    w.Key(protocol::field::event), w.String(protocol::event::interrupted);
+    w.Key(protocol::field::test), w.String(test);
+    w.Key(protocol::field::reason), w.String(reason);
+    w.EndObject();
+    return std::string(json.text());
+}
+
+// What was left of pytest's last line when its channel closed: a record cut short.
+std::string torn_record(std::size_t bytes) {
+    JsonWriter json;
+    auto& w = json.begin();
+    w.StartObject();
+    w.Key(protocol::field::event), w.String(protocol::event::torn);
+    w.Key(protocol::field::bytes), w.Uint64(bytes);
     w.EndObject();
     return std::string(json.text());
 }
@@ -48,13 +60,14 @@ std::string finished_record(const RunSummary& summary, const std::string& receip
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String("finished");
-    w.Key("complete"), w.Bool(summary.complete);
-    w.Key("receipt"), w.String(receipt_id);
-    w.Key("processes"), w.Int(summary.processes);
-    w.Key("isolation"), w.String(summary.isolation);  // how they were started: fork, process
-    if (!summary.isolation_note.empty()) w.Key("isolation_note"), w.String(summary.isolation_note);
-    w.Key("note"), w.String(summary.note);
+    namespace field = protocol::field;
+    w.Key(field::event), w.String(protocol::event::finished);
+    w.Key(field::complete), w.Bool(summary.complete);
+    w.Key(field::receipt), w.String(receipt_id);
+    w.Key(field::processes), w.Int(summary.processes);
+    w.Key(field::isolation), w.String(summary.isolation);  // how they were started: fork, process
+    if (!summary.isolation_note.empty()) w.Key(field::isolation_note), w.String(summary.isolation_note);
+    w.Key(field::note), w.String(summary.note);
     w.EndObject();
     return std::string(json.text());
 }
@@ -210,7 +223,7 @@ bool OrderRun::one_process() {
     // server) before it sent a byte ran nothing of the order: the order goes on in a process.
     if (result.server_lost && lines.empty() && channel.pytest_tail().empty()) return true;
     if (const auto diverged = order_divergence(collected_part(remaining_, process), process.started))
-        at_.records.append_record(reason_record("order", *diverged));
+        at_.records.append_record(reason_record(protocol::event::order, *diverged));
     // Killed with its server between tests: the order goes on in a process with the tests it
     // did not reach, and the run says what happened: a test of this run or of one beside it
     // killed the server, and nobody can tell which, so it is never green. Killed inside a
@@ -220,7 +233,7 @@ bool OrderRun::one_process() {
         auto rest = without_results(remaining_, process);
         if (!rest.empty()) {
             at_.records.append_record(reason_record(
-                "status", "the fork server ended (" + result.note + ") while this run's fork was between tests, after " +
+                protocol::event::status, "the fork server ended (" + result.note + ") while this run's fork was between tests, after " +
                               std::to_string(process.results.size()) + " of them: a test of this run, or of a run beside it, "
                               "may have ended it; the rest of the order went on in a process"));
             seen_ = parse_run_records(at_.records.text(), source_);
@@ -228,7 +241,7 @@ bool OrderRun::one_process() {
             return true;
         }
     }
-    if (const auto problem = exit_status_problem(process, result)) at_.records.append_record(reason_record("status", *problem));
+    if (const auto problem = exit_status_problem(process, result)) at_.records.append_record(reason_record(protocol::event::status, *problem));
     return carry_on(process, result);
 }
 
@@ -269,15 +282,16 @@ void OrderRun::take(std::string_view lines, std::string& taken) {
 
 ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     const auto& plan = at_.plan;
-    std::vector<std::string> args = {"--evidence-gate-channel=" + std::to_string(channel.child_end()),
-                                     "--evidence-gate-run=" + plan.id,
-                                     "--evidence-gate-seed=" + std::to_string(plan.seed),
-                                     "--evidence-gate-order=" + at_.order.string()};
+    namespace option = protocol::option;
+    std::vector<std::string> args = {std::string(option::channel) + "=" + std::to_string(channel.child_end()),
+                                     std::string(option::run) + "=" + plan.id,
+                                     std::string(option::seed) + "=" + std::to_string(plan.seed),
+                                     std::string(option::order) + "=" + at_.order.string()};
     if (!at_.store.empty()) {
-        args.push_back("--evidence-gate-groups=" + at_.store.lease_file().string());
-        args.push_back("--evidence-gate-verified-ns=" + std::to_string(verified_ns_));
+        args.push_back(std::string(option::groups) + "=" + at_.store.lease_file().string());
+        args.push_back(std::string(option::verified_ns) + "=" + std::to_string(verified_ns_));
     }
-    if (scanning_) args.push_back("--evidence-gate-lease=scan");
+    if (scanning_) args.push_back(std::string(option::lease) + "=scan");
 
     auto spec = pytest_process(at_.suite, args, at_.log);
     // The collection's hash seed, fork or process, unless the run's own environment says
@@ -313,7 +327,7 @@ void OrderRun::stop(const ProcessResult& result) {
 
 void OrderRun::record_channel_trouble(const RecordChannel& channel, const std::string& lines) {
     if (!channel.pytest_tail().empty())
-        at_.records.append_record("{\"event\":\"torn\",\"bytes\":" + std::to_string(channel.pytest_tail().size()) + "}");
+        at_.records.append_record(torn_record(channel.pytest_tail().size()));
     // Only the process evgate started speaks for the run; what others sent is reported.
     for (const auto& sender : channel.foreign()) at_.records.append_record(foreign_record(sender, lines));
 }

@@ -7,6 +7,7 @@
 #include <rapidjson/document.h>
 
 #include "io/json_io.hpp"
+#include "runs/protocol.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {
@@ -42,13 +43,14 @@ std::pair<int, std::string> called_for(const RunRecords& records) {
 
 // The test a `start` record names; nullopt for any other line.
 std::optional<std::string> started_test(std::string_view line) {
-    if (line.find("\"start\"") == std::string_view::npos) return std::nullopt;  // most lines: no parse
+    static const std::string start_word = std::string("\"") + protocol::event::start + "\"";
+    if (line.find(start_word) == std::string_view::npos) return std::nullopt;  // most lines: no parse
     rapidjson::Document doc;
     doc.Parse(line.data(), line.size());
     if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
-    const auto* event = member(doc, "event");
-    const auto* test = member(doc, "test");
-    if (!event || !event->IsString() || std::string_view(event->GetString()) != "start" || !test || !test->IsString())
+    const auto* event = member(doc, protocol::field::event);
+    const auto* test = member(doc, protocol::field::test);
+    if (!event || !event->IsString() || std::string_view(event->GetString()) != protocol::event::start || !test || !test->IsString())
         return std::nullopt;
     return std::string(test->GetString(), test->GetStringLength());
 }
@@ -134,9 +136,9 @@ ForeignLines read_foreign_lines(const std::string& lines) {
         from = end + 1;
         std::string event = "unreadable";
         if (!doc.HasParseError() && doc.IsObject()) {
-            const auto* e = member(doc, "event");
+            const auto* e = member(doc, protocol::field::event);
             event = e && e->IsString() ? e->GetString() : "unnamed";
-            const auto* t = member(doc, "test");
+            const auto* t = member(doc, protocol::field::test);
             if (t && t->IsString() && std::find(read.tests.begin(), read.tests.end(), t->GetString()) == read.tests.end())
                 read.tests.emplace_back(t->GetString());
         }
@@ -188,20 +190,20 @@ std::string foreign_record(const ForeignSender& sender, std::string_view pytest_
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String("foreign");
-    w.Key("pid"), w.Int(sender.pid);
-    w.Key("records"), w.Uint64(sender.count);
-    w.Key("events"), w.StartObject();
+    w.Key(protocol::field::event), w.String(protocol::event::foreign);
+    w.Key(protocol::field::pid), w.Int(sender.pid);
+    w.Key(protocol::field::records), w.Uint64(sender.count);
+    w.Key(protocol::field::events), w.StartObject();
     for (const auto& [event, count] : read.events) w.Key(event.c_str()), w.Int(count);
     w.EndObject();
-    w.Key("tests"), w.StartArray();
+    w.Key(protocol::field::tests), w.StartArray();
     for (const auto& t : read.tests) w.String(t);
     w.EndArray();
-    w.Key("torn"), w.Uint64(sender.torn);
-    w.Key("during");
+    w.Key(protocol::field::torn), w.Uint64(sender.torn);
+    w.Key(protocol::field::during);
     if (during.empty()) w.Null();
     else w.String(during);
-    w.Key("reason"), w.String(foreign_reason(sender, read, during, pytest_lines.empty()));
+    w.Key(protocol::field::reason), w.String(foreign_reason(sender, read, during, pytest_lines.empty()));
     w.EndObject();
     return std::string(json.text());
 }
@@ -210,8 +212,8 @@ std::string reason_record(std::string_view event, const std::string& reason) {
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String(event.data(), static_cast<rapidjson::SizeType>(event.size()));
-    w.Key("reason"), w.String(reason);
+    w.Key(protocol::field::event), w.String(event.data(), static_cast<rapidjson::SizeType>(event.size()));
+    w.Key(protocol::field::reason), w.String(reason);
     w.EndObject();
     return std::string(json.text());
 }
@@ -220,9 +222,9 @@ std::string outside_record(std::string_view phase, const std::vector<std::string
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String("outside");
-    w.Key("phase"), w.String(phase.data(), static_cast<rapidjson::SizeType>(phase.size()));
-    w.Key("changed"), w.StartArray();
+    w.Key(protocol::field::event), w.String(protocol::event::outside);
+    w.Key(protocol::field::phase), w.String(phase.data(), static_cast<rapidjson::SizeType>(phase.size()));
+    w.Key(protocol::field::changed), w.StartArray();
     for (const auto& g : groups) w.String(g);
     w.EndArray();
     w.EndObject();

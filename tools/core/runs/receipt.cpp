@@ -17,6 +17,7 @@
 #include "io/json_io.hpp"
 #include "io/json_paths.hpp"
 #include "inputs/shards.hpp"
+#include "runs/protocol.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt_sources.hpp"
 #include "runs/sandbox.hpp"
@@ -326,7 +327,7 @@ rapidjson::Document collect(const SuiteConfig& suite, const std::string& purpose
     fs::remove(collect_file);
     fs::remove(log);
     empty_sandbox(suite, log);
-    auto spec = pytest_process(suite, {"--collect-only", "-q", "--evidence-gate-collect=" + collect_file.string()}, log);
+    auto spec = pytest_process(suite, {"--collect-only", "-q", std::string(protocol::option::collect) + "=" + collect_file.string()}, log);
     if (prepare) prepare(spec);
     const auto result = run_process(spec);
     if (!serving) remove_sandbox(suite, log);

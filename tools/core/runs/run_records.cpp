@@ -14,6 +14,7 @@
 
 #include "io/error.hpp"
 #include "io/json_io.hpp"
+#include "runs/protocol.hpp"
 
 namespace evgate {
 namespace {
@@ -25,24 +26,26 @@ enum : std::size_t { event, test, outcome, message, dirty, changed, reason, root
 }
 
 FieldCapture record_fields() {
-    return FieldCapture{"event",     "test",     "outcome",  "message", "dirty",      "changed",
-                        "reason",    "rootdir",  "configfile", "conftests", "unlisted", "absent",
-                        "collected", "lease",    "exitstatus", "complete", "note",     "receipt",
-                        "unblamed",  "leftover", "phase",    "final",   "bytes",      "digest",
-                        "finish",    "fixture",  "scope",    "location", "isolation", "duration"};
+    namespace f = protocol::field;
+    return FieldCapture{f::event,     f::test,     f::outcome,    f::message,  f::dirty,      f::changed,
+                        f::reason,    f::rootdir,  f::configfile, f::conftests, f::unlisted,  f::absent,
+                        f::collected, f::lease,    f::exitstatus, f::complete, f::note,       f::receipt,
+                        f::unblamed,  f::leftover, f::phase,      f::final,    f::bytes,      f::digest,
+                        f::finish,    f::fixture,  f::scope,      f::location, f::isolation,  f::duration};
 }
 
+// Every event of the protocol file, as this side knows it (test_protocol.cpp checks both ways).
+constexpr std::pair<std::string_view, RunRecord::Event> kEvents[] = {
+    {protocol::event::session, RunRecord::Event::session},   {protocol::event::start, RunRecord::Event::start},
+    {protocol::event::result, RunRecord::Event::result},     {protocol::event::end, RunRecord::Event::end},
+    {protocol::event::interrupted, RunRecord::Event::interrupted}, {protocol::event::torn, RunRecord::Event::torn},
+    {protocol::event::finished, RunRecord::Event::finished}, {protocol::event::outside, RunRecord::Event::outside},
+    {protocol::event::foreign, RunRecord::Event::foreign},   {protocol::event::order, RunRecord::Event::order},
+    {protocol::event::status, RunRecord::Event::status},     {protocol::event::noise, RunRecord::Event::noise}};
+
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
-    static const std::pair<std::string_view, RunRecord::Event> kEvents[] = {
-        {"session", RunRecord::Event::session}, {"start", RunRecord::Event::start},
-        {"result", RunRecord::Event::result},   {"end", RunRecord::Event::end},
-        {"interrupted", RunRecord::Event::interrupted}, {"torn", RunRecord::Event::torn},
-        {"finished", RunRecord::Event::finished}, {"outside", RunRecord::Event::outside},
-        {"foreign", RunRecord::Event::foreign},   {"order", RunRecord::Event::order},
-        {"status", RunRecord::Event::status},     {"noise", RunRecord::Event::noise}};
-    const auto name = optional_text(f[key::event], "event", where).value_or("");
-    for (const auto& [word, e] : kEvents)
-        if (word == name) return e;
+    const auto name = optional_text(f[key::event], protocol::field::event, where).value_or("");
+    if (const auto event = record_event(name)) return *event;
     throw InputError(where.source, where.line, "unknown record event " + quote(std::string(name)));
 }
 
@@ -180,6 +183,18 @@ std::size_t last_line_start(const std::string& text) {
 
 }  // namespace
 
+std::optional<RunRecord::Event> record_event(std::string_view name) {
+    for (const auto& [word, e] : kEvents)
+        if (word == name) return e;
+    return std::nullopt;
+}
+
+std::string_view record_event_name(RunRecord::Event event) {
+    for (const auto& [word, e] : kEvents)
+        if (e == event) return word;
+    return {};
+}
+
 ChannelLine check_channel_line(std::string_view line) {
     thread_local std::string buffer;
     thread_local FieldCapture fields = record_fields();
@@ -207,9 +222,9 @@ std::string noise_record(std::string_view line, const std::string& running) {
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("event"), w.String("noise");
-    if (!running.empty()) w.Key("test"), w.String(running);
-    w.Key("reason"), w.String(std::to_string(line.size()) + " bytes, '" + shown + (line.size() > kShown ? "...'" : "'"));
+    w.Key(protocol::field::event), w.String(protocol::event::noise);
+    if (!running.empty()) w.Key(protocol::field::test), w.String(running);
+    w.Key(protocol::field::reason), w.String(std::to_string(line.size()) + " bytes, '" + shown + (line.size() > kShown ? "...'" : "'"));
     w.EndObject();
     return std::string(json.text());
 }

@@ -117,6 +117,9 @@ struct ChannelLine {
     std::string test;
 };
 ChannelLine check_channel_line(std::string_view line);
+// The event a record's `event` names (evidence_gate_protocol.json); nullopt for a name it does not list.
+std::optional<RunRecord::Event> record_event(std::string_view name);
+std::string_view record_event_name(RunRecord::Event event);
 // The `noise` record evgate writes in place of such a line: its length, its first bytes, and the
 // test that was running (none between tests).
 std::string noise_record(std::string_view line, const std::string& running);

@@ -16,7 +16,7 @@
 #include "inputs/baseline.hpp"
 #include "inputs/quarantine.hpp"
 #include "io/date.hpp"
-#include "runs/culprits.hpp"
+#include "runs/culprit_runs.hpp"
 #include "runs/receipt.hpp"
 #include "verdicts/ledger.hpp"
 #include "verdicts/ledger_row.hpp"

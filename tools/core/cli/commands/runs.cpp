@@ -16,7 +16,7 @@
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
-#include "runs/culprits.hpp"
+#include "runs/culprit_runs.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
 #include "runs/evidence_reuse.hpp"

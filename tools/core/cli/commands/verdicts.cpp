@@ -9,7 +9,7 @@
 
 #include "inputs/evidence_layout.hpp"
 #include "verdicts/ctest_entries.hpp"
-#include "runs/culprits.hpp"
+#include "runs/culprit_runs.hpp"
 #include "runs/ctest_selection.hpp"
 #include "runs/evidence_reuse.hpp"
 #include "runs/receipt.hpp"

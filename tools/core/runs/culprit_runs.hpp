@@ -1,6 +1,6 @@
-// Naming the culprit: for every order-dependent test, the partner it hangs on (a polluter
-// that breaks a victim, or a state-setter a brittle test needs), found by delta debugging
-// over real pytest runs, and the order that reproduces it.
+// The culprit search driven over real pytest runs (culprit_search.hpp is the search itself):
+// for every order-dependent test, the partner it hangs on (a polluter that breaks a victim, or
+// a state-setter a brittle test needs), found by delta debugging, and the order that reproduces it.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fixtures/fixture_store.hpp"
-#include "runs/localise.hpp"
+#include "runs/culprit_search.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
 #include "inputs/suite_config.hpp"

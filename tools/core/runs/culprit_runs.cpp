@@ -1,4 +1,4 @@
-#include "runs/culprits.hpp"
+#include "runs/culprit_runs.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "runs/localise.hpp"
+#include "runs/culprit_search.hpp"
 
 using evgate::Budget;
 using evgate::localise;

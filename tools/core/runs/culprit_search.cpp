@@ -1,4 +1,4 @@
-#include "runs/localise.hpp"
+#include "runs/culprit_search.hpp"
 
 #include <algorithm>
 #include <numeric>

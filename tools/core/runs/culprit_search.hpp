@@ -1,8 +1,8 @@
-// Naming the culprit of an order dependence (as iDFlakies and iFixFlakies do): run the test
+// The culprit search of an order dependence (as iDFlakies and iFixFlakies do): run the test
 // alone to tell a victim from a brittle test, delta-debug the tests before it (by bisecting
 // prefixes) for the minimal set that flips it, verify that set, and look for cleaners. Pure:
 // every run goes through an injected oracle, so the search is unit-tested with fakes and the
-// CTest step is an adapter.
+// CTest step (culprit_runs.hpp) is an adapter.
 #pragma once
 
 #include <chrono>
