@@ -117,7 +117,7 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     ``<name>.localise`` names that test. ``AUTO`` spends on the pass at most a quarter of what
     the seed runs cost (from what a seed run took), in collection order; the tests it did not
     reach run alone in the next ``ctest`` on the same tree, whose kept runs hold the rest
-    (``ON``: every test, every time). Default: ``AUTO``.
+    (``ON``: every test not yet run alone). Default: ``AUTO``.
 
   ``RERUNS n``
     How often an order is rerun when a test's outcome differs between orders, to tell
