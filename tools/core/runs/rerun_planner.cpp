@@ -33,6 +33,7 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
     std::map<const LoadedRun*, std::size_t> prefix;
     std::set<std::string> alone;
     for (const auto& [test, s] : seen) {
+        if (limits.settled.count(test)) continue;
         if (s.runs_by_class.size() == 1 && s.runs_by_class.count("fail")) {
             alone.insert(test);
             continue;

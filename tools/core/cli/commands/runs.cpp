@@ -399,6 +399,32 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
     return left;
 }
 
+// Tests a kept localisation found the partner of, whose every failure in this invocation's runs
+// that partner explains (a polluter set before it; for a brittle test, a state-setter missing):
+// the kept reruns told their order dependence from nondeterminism already, and a new order that
+// agrees with it calls for no rerun. A failure it does not explain is rerun as any other.
+std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& receipt, const std::vector<LoadedRun>& runs) {
+    std::set<std::string> settled;
+    if (receipt.kept.empty()) return settled;
+    for (const auto& [test, culprit] : load_culprits(suite, receipt.run_receipts())) {
+        const auto& f = culprit.found;
+        if (f.partners.empty() || f.budget_exhausted || f.role == Role::unknown) continue;
+        const auto explained = [&, &test = test](const LoadedRun& run) {
+            const auto result = run.records.results.find(test);
+            if (run.records.receipt != receipt.id || result == run.records.results.end() ||
+                outcome_class(result->second.outcome) != "fail")
+                return true;
+            const auto& order = run.plan.tests;
+            const auto at = std::find(order.begin(), order.end(), test);
+            const bool all_before = std::all_of(f.partners.begin(), f.partners.end(),
+                                                [&](const std::string& p) { return std::find(order.begin(), at, p) != at; });
+            return f.role == Role::victim ? all_before : !all_before;
+        };
+        if (std::all_of(runs.begin(), runs.end(), explained)) settled.insert(test);
+    }
+    return settled;
+}
+
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
 
 // A run of the alone pass: one test, first after the collection (cmd_alone).
@@ -473,6 +499,7 @@ int cmd_rerun(Invocation& in) {
         if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(run);
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
+    limits.settled = settled_by_kept(suite, receipt, runs);
     const auto plans = not_run_yet(plan_reruns(seeds, limits), runs);
     // What this step will do before it does it (a line per run follows as each ends).
     std::cout << "evgate: " << suite.name << ": " << plans.size() << " rerun(s) to run";
