@@ -60,3 +60,44 @@ TEST_CASE("a test failing in every order is run alone, within the budget", "[rer
     CHECK(plans[0].order == "alone");
     CHECK(plans[0].tests == std::vector<std::string>{"a"});  // collection order decides who goes first
 }
+
+// A later ctest on the same key keeps the earlier reruns (runs/evidence_reuse.hpp).
+TEST_CASE("reruns a kept run already holds are not planned again; longer ones are numbered after them", "[rerun]") {
+    std::vector<LoadedRun> kept = {run(0, {"a", "b", "c"}, {{"a", "passed"}, {"b", "failed"}, {"c", "passed"}}),
+                                   run(1, {"c", "b", "a"}, {{"a", "passed"}, {"b", "passed"}, {"c", "passed"}})};
+    LoadedRun rerun = run(0, {"a", "b"}, {{"a", "passed"}, {"b", "failed"}});
+    rerun.plan.id = "seed.0.rerun.1";
+    kept.push_back(rerun);
+    LoadedRun alone;
+    alone.plan.id = "alone.1";
+    alone.plan.order = "alone";
+    alone.plan.tests = {"x"};
+    kept.push_back(alone);
+
+    std::vector<evgate::RunPlan> planned(4);
+    planned[0].id = "seed.0.rerun.1", planned[0].order = "seed.0", planned[0].tests = {"a", "b"};        // as far: dropped
+    planned[1].id = "seed.0.rerun.2", planned[1].order = "seed.0", planned[1].tests = {"a", "b", "c"};   // new id: kept
+    planned[2].id = "seed.1.rerun.1", planned[2].order = "seed.1", planned[2].tests = {"c", "b"};        // new: as planned
+    planned[3].id = "alone.1", planned[3].order = "alone", planned[3].tests = {"y"};                       // another test
+    auto further = planned[0];
+    further.tests = {"a", "b", "c"};  // the same id, further into the order: numbered after the kept ones
+    planned.push_back(further);
+    auto again = planned[3];
+    again.tests = {"x"};  // a test a kept run ran alone: dropped
+    planned.push_back(again);
+
+    const auto left = evgate::not_run_yet(planned, kept);
+    std::vector<std::string> ids;
+    for (const auto& plan : left) ids.push_back(plan.id);
+    CHECK(ids == std::vector<std::string>{"seed.0.rerun.2", "seed.1.rerun.1", "alone.2", "seed.0.rerun.3"});
+    CHECK(left[2].tests == std::vector<std::string>{"y"});
+    CHECK(left[3].tests == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("a test kept evidence settles is not rerun for", "[rerun]") {
+    const std::vector<LoadedRun> runs = {run(0, {"a", "b", "c"}, {{"a", "passed"}, {"b", "failed"}, {"c", "passed"}}),
+                                         run(1, {"c", "b", "a"}, {{"a", "passed"}, {"b", "passed"}, {"c", "passed"}})};
+    RerunLimits limits;
+    limits.settled = {"b"};
+    CHECK(plan_reruns(runs, limits).empty());
+}

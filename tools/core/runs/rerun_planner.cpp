@@ -78,4 +78,39 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
     return plans;
 }
 
+// Of the reruns planned, those no run already holds: a rerun of an order that a kept run reran
+// as far is not run again, one that goes further is numbered after it; a test a kept run ran
+// alone is not run alone again.
+std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<LoadedRun>& runs) {
+    std::map<std::string, const RunPlan*> kept;
+    std::set<std::vector<std::string>> alone;
+    std::size_t alone_numbers = 0;
+    for (const auto& run : runs) {
+        kept[run.plan.id] = &run.plan;
+        if (run.plan.order == "alone" && run.plan.id.rfind("alone.", 0) == 0) {
+            alone.insert(run.plan.tests);
+            ++alone_numbers;
+        }
+    }
+    std::set<std::string> taken;  // every id a kept run or a plan that stays as planned holds
+    for (const auto& [id, plan] : kept) taken.insert(id);
+    for (const auto& plan : plans)
+        if (plan.order != "alone" && !kept.count(plan.id)) taken.insert(plan.id);
+    std::vector<RunPlan> left;
+    for (auto& plan : plans) {
+        if (plan.order == "alone") {
+            if (alone.count(plan.tests)) continue;
+            plan.id = "alone." + std::to_string(++alone_numbers);
+        } else if (const auto was = kept.find(plan.id); was != kept.end()) {
+            if (was->second->tests.size() >= plan.tests.size()) continue;
+            int j = 1;
+            while (taken.count(plan.order + ".rerun." + std::to_string(j))) ++j;
+            plan.id = plan.order + ".rerun." + std::to_string(j);
+            taken.insert(plan.id);
+        }
+        left.push_back(std::move(plan));
+    }
+    return left;
+}
+
 }  // namespace evgate

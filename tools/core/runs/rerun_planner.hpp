@@ -23,4 +23,10 @@ struct RerunLimits {
 // tests before it run exactly as before. Plans are in a stable order.
 std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const RerunLimits& limits);
 
+// Of the reruns planned, those no run in `runs` already holds (runs an earlier ctest left on the
+// same key: runs/evidence_reuse.hpp): a rerun of an order a kept rerun took as far is dropped,
+// one that goes further is numbered after the kept ones; a test a kept run ran alone is not run
+// alone again, and a new one is numbered after them.
+std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<LoadedRun>& runs);
+
 }  // namespace evgate

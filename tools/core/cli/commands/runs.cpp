@@ -367,38 +367,6 @@ std::set<std::string> kept_runs(const SuiteConfig& suite, const Receipt& receipt
     return kept;
 }
 
-// Of the reruns planned, those no run already holds: a rerun of an order that a kept run reran
-// as far is not run again, one that goes further is numbered after it; a test a kept run ran
-// alone is not run alone again.
-std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<LoadedRun>& runs) {
-    std::map<std::string, const RunPlan*> by_id;
-    std::set<std::vector<std::string>> alone;
-    std::size_t alone_numbers = 0;
-    for (const auto& run : runs) {
-        by_id[run.plan.id] = &run.plan;
-        if (run.plan.order == "alone" && run.plan.id.rfind("alone.", 0) == 0) {
-            alone.insert(run.plan.tests);
-            ++alone_numbers;
-        }
-    }
-    std::vector<RunPlan> left;
-    std::map<std::string, int> extra;  // order -> reruns numbered after the kept ones so far
-    for (auto& plan : plans) {
-        if (plan.order == "alone") {
-            if (alone.count(plan.tests)) continue;
-            plan.id = "alone." + std::to_string(++alone_numbers);
-        } else if (const auto was = by_id.find(plan.id); was != by_id.end()) {
-            if (was->second->tests.size() >= plan.tests.size()) continue;
-            int j = 0;
-            while (by_id.count(plan.order + ".rerun." + std::to_string(++j)) || j <= extra[plan.order]) {}
-            extra[plan.order] = j;
-            plan.id = plan.order + ".rerun." + std::to_string(j);
-        }
-        left.push_back(std::move(plan));
-    }
-    return left;
-}
-
 // Tests a kept localisation found the partner of, whose every failure in this invocation's runs
 // that partner explains (a polluter set before it; for a brittle test, a state-setter missing):
 // the kept reruns told their order dependence from nondeterminism already, and a new order that
