@@ -260,11 +260,11 @@ TEST_CASE("report.md: title, blocking rows with partner and reproduce, deferred 
     Fixture f;
     const auto md = report_markdown(f.in());
     CHECK(md.rfind("## Evidence Gate: billing **BLOCKED**\n\n3 tests over 2 runs: 1 block, 1 defer, 1 pass\n", 0) == 0);
-    CHECK_THAT(md, Catch::Contains("### Blocking: 1\n\n| test | verdict | reason | partner | reproduce |\n"));
-    CHECK_THAT(md, Catch::Contains("| `t::blocks` | order-dependent | because order-dependent | `t::polluter` (polluter) | "
+    CHECK_THAT(md, Catch::Contains("### Blocking: 1\n\n| test | verdict | orders | reason | partner | reproduce |\n"));
+    CHECK_THAT(md, Catch::Contains("| `t::blocks` | order-dependent | 0 | because order-dependent | `t::polluter` (polluter) | "
                                    "`cd /src && python3 -m pytest -p no:randomly 't::polluter' 't::blocks'` |\n"));
-    CHECK_THAT(md, Catch::Contains("### Deferred: 1\n\n| test | verdict | reason | until | owner |\n"));
-    CHECK_THAT(md, Catch::Contains("| `t::deferred` | flaky | because flaky | 2026-07-01 | ana |"));
+    CHECK_THAT(md, Catch::Contains("### Deferred: 1\n\n| test | verdict | orders | reason | until | owner |\n"));
+    CHECK_THAT(md, Catch::Contains("| `t::deferred` | flaky | 0 | because flaky | 2026-07-01 | ana |"));
     CHECK_THAT(md, Catch::Contains("| order-dependent | 1 |\n| flaky | 1 |\n| stable | 1 |\n| **all** | **3** |"));
     CHECK(md.find("### Blocking") < md.find("### Deferred"));
     CHECK(md.find("### Deferred") < md.find("### Counts"));

@@ -188,7 +188,7 @@ TEST_CASE("EVIDENCE_GATE_HISTORY: each row that does not pass says how it fared 
     const auto summary = summarize(now);
     ReportInput input{"billing", &now, {}, &receipt, {}, &*extras, &summary};
     const auto md = report_markdown(input);
-    CHECK_THAT(md, Catch::Contains("| test | verdict | reason | before |"));
+    CHECK_THAT(md, Catch::Contains("| test | verdict | orders | reason | before |"));
     CHECK_THAT(md, Catch::Contains("new: in none of the last 3 runs on main |"));
     CHECK(md.find("### Counts") < md.find("### Flips most often"));
     CHECK_THAT(report_html(input), Catch::Contains("<div class=\"note\">new: in none of the last 3 runs on main</div>"));

@@ -29,7 +29,7 @@ struct Columns {
 };
 
 std::string md_head(const Columns& c) {
-    std::string head = "| test | verdict | reason |", rule = "| --- | --- | --- |";
+    std::string head = "| test | verdict | orders | reason |", rule = "| --- | --- | --- | --- |";
     if (c.dated) head += " until | owner |", rule += " --- | --- |";
     if (c.partners) head += " partner |", rule += " --- |";
     if (c.commands) head += " reproduce |", rule += " --- |";
@@ -38,8 +38,9 @@ std::string md_head(const Columns& c) {
 }
 
 std::string md_row(const LedgerRow& row, const Columns& c, const std::string& past) {
+    // orders: the distinct seed orders the verdict stands on (a suite check has none)
     std::string out = "| " + md_code(clip(row.test, kMarkdownCell)) + " | " + md_text(to_string(row.verdict)) + " | " +
-                      md_text(row.reason) + " |";
+                      (row.suite_scope ? std::string() : std::to_string(row.orders)) + " | " + md_text(row.reason) + " |";
     if (c.dated) out += " " + md_text(row.until.value_or("")) + " | " + md_text(row.owner.value_or("")) + " |";
     if (c.partners) out += " " + md_partner(row) + " |";
     if (c.commands) out += " " + md_command(row.reproduce) + " |";
