@@ -157,6 +157,20 @@ TEST_CASE("read_history_rows: test, scope, verdict and gate, wherever the scope 
     CHECK(rows[2].test == "run:seed.3");
     CHECK(rows[3].test == "t::b");
     CHECK(rows[3].verdict == "stable");
+    CHECK(rows[3].orders == 0);  // a ledger before orders were counted
+}
+
+TEST_CASE("read_history_rows: the distinct orders a verdict stood on, right after its gate", "[history]") {
+    TempDir dir;
+    const auto ledger = dir.path / "ledger.jsonl";
+    write_file_atomic(ledger, R"({"test":"t::a","verdict":"order-dependent","gate":"block","orders":17,"reason":"r","outcomes":{"seed.0":"passed"}})" "\n"
+                              R"({"test":"t::b","verdict":"stable","gate":"pass","reason":"r","orders":3})" "\n");
+    std::string text;
+    std::vector<HistoryRow> rows;
+    read_history_rows(ledger, text, rows);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].orders == 17);
+    CHECK(rows[1].orders == 0);  // after the reason: not read (a ledger writes it right after the gate)
 }
 
 TEST_CASE("read_history_rows: what is not a ledger is named by file and line", "[history]") {

@@ -75,14 +75,14 @@ std::vector<fs::path> subdirectories(const fs::path& dir) {
 // its bytes, are not needed (and not checked).
 class RowFields : public FieldCapture {
 public:
-    RowFields() : FieldCapture{"test", "scope", "verdict", "gate"} {}
+    RowFields() : FieldCapture{"test", "scope", "verdict", "gate", "orders"} {}
 
     bool whole = true;
 
     bool Key(const char* text, rapidjson::SizeType length, bool copy) {
         const auto& self = *this;
         if (!whole && self[0].kind != JsonField::Kind::absent && self[2].kind != JsonField::Kind::absent &&
-            self[3].kind != JsonField::Kind::absent)
+            self[3].kind != JsonField::Kind::absent && std::string_view(text, length) != "orders")
             return false;
         return FieldCapture::Key(text, length, copy);
     }
@@ -294,6 +294,7 @@ void read_history_rows(const fs::path& ledger, std::string& text, std::vector<Hi
         row.suite_scope = optional_text(f[1], "scope", where) == std::optional<std::string_view>("suite");
         row.verdict = required_text(f[2], "verdict", where);
         row.gate = required_text(f[3], "gate", where);
+        if (f[4].kind == JsonField::Kind::integer && f[4].integer >= 0) row.orders = static_cast<std::uint32_t>(f[4].integer);
         rows.push_back(row);
     }
     if (reader.torn()) throw InputError(source, reader.line(), "torn last line (the file is cut short)");
@@ -358,6 +359,7 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
         if (!track.stretches.empty() && track.stretches.back().to == run) continue;  // listed twice: the first row counts
         const auto gate = gate_named(row.gate);  // another word counts as bad, and neither blocks nor defers
         advance(track, verdicts_.intern(row.verdict), gate != Gate::pass, run, before);
+        if (track.stretches.back().to == run) track.orders = row.orders;  // its latest run's
         const bool block = gate == Gate::block;
         if (row.suite_scope) {
             entry.checks_blocking += block;

@@ -49,6 +49,7 @@ HistoryInputs expand_inputs(const std::vector<std::string>& arguments);
 struct HistoryRow {
     std::string_view test, verdict, gate;
     bool suite_scope = false;
+    std::uint32_t orders = 0;  // the distinct orders its verdict stood on (0: not said, as in older ledgers)
 };
 
 // Every row of a ledger into `rows` (cleared first), its test, verdict and gate checked as the
@@ -73,6 +74,7 @@ struct Track {
     std::uint32_t bad = 0;                          // runs in which its gate was not pass
     std::optional<std::uint32_t> first_bad, last_bad;  // timeline indices
     std::uint32_t changes = 0;                      // flips: verdict changes between consecutive runs of the test
+    std::uint32_t orders = 0;                       // the distinct orders behind its verdict in its latest run
 
     std::uint32_t runs() const;
     std::uint32_t flips() const { return changes; }

@@ -45,6 +45,7 @@ void entry(JsonOut& w, const History& history, const SuiteHistory& suite, const 
     w.Key("runs"), w.Uint(track.runs());
     w.Key("flips"), w.Uint64(track.flips());
     w.Key("bad"), w.Uint(track.bad);
+    if (track.orders > 0) w.Key("orders"), w.Uint(track.orders);  // behind its latest verdict
     w.Key("verdicts");
     w.StartArray();
     for (const auto& s : track.stretches) {

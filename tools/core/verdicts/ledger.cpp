@@ -53,6 +53,8 @@ void write_row(JsonOut& w, const LedgerRow& row) {
     if (row.warning) w.Key("warning"), w.Bool(true);
     w.Key("verdict"), text(w, to_string(row.verdict));
     w.Key("gate"), text(w, to_string(row.gate));
+    // Right after the gate: what `evgate history` reads of a row stops here (reports/history.cpp).
+    if (!row.suite_scope) w.Key("orders"), w.Uint64(row.orders);
     w.Key("reason"), w.String(row.reason);
     write_outcomes(w, row.outcomes);
     write_also(w, row.also);
@@ -62,7 +64,6 @@ void write_row(JsonOut& w, const LedgerRow& row) {
     write_partner(w, row);
     if (row.reproduce) w.Key("reproduce"), w.String(*row.reproduce);
     write_strings(w, "tests", row.tests);
-    if (!row.suite_scope) w.Key("orders"), w.Uint64(row.orders);
     if (row.fork_sensitive) w.Key("fork_sensitive"), w.Bool(true);
     if (row.collides) w.Key("collides"), w.Bool(true);
     write_strings(w, "unattributed", row.unattributed);
