@@ -43,6 +43,19 @@ def test_rooted_at_the_project_the_receipt_holds_and_names_the_stray_ini_it_igno
     assert row["gate"] == "pass" and not row.get("warning") and "src/pytest.ini" in row["reason"], row
 
 
+def test_a_pyproject_without_a_pytest_table_is_the_config_where_pytest_takes_it(tmp_path, build_dir):
+    """A project whose only pyproject.toml has no [tool.pytest.ini_options], as many have: pytest
+    8.1 and later take it as the config file, 7.2 takes none. Either way the receipt holds and
+    the suite passes (this runs on every leg of the pytest matrix: pytestN.e2e.receipt)."""
+    tree = lab_copy(tmp_path)
+    (tree / "pyproject.toml").write_text('[project]\nname = "lab-tree"\nversion = "0"\n')
+    (tree / "src" / "pytest.ini").unlink()
+    binary, result = run_lab(tree, build_dir, "LAB_TESTS=tests")
+    receipt = rows(binary)["receipt"]
+    assert receipt["gate"] == "pass", f"{receipt}\n{step_output(binary, 'lab.receipt')}"
+    assert result.returncode == 0, result.describe()
+
+
 def test_only_configs_that_could_re_root_the_suite_warn_and_one_row_says_what_was_ignored(tmp_path, build_dir):
     """A vendored library in a git submodule and a docs folder, each with its own pytest
     config, beside a stray pytest.ini among the suite's own tests."""

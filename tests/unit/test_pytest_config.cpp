@@ -49,6 +49,22 @@ TEST_CASE("the expected config is at ROOT or above; strays are below it", "[conf
     CHECK(stray_configs(t.root / "proj") == std::vector<std::string>{"src/pytest.ini", "tests/sub/tox.ini"});
 }
 
+TEST_CASE("pytest 8.1 and later take the nearest bare pyproject.toml when nothing else is found", "[config]") {
+    TempTree t;
+    t.write("proj/pyproject.toml", "[project]\nname = 'x'\n");  // no pytest table
+    t.write("proj/sub/tests/test_a.py", "");
+    const auto root = t.root / "proj" / "sub";
+    CHECK_FALSE(expected_config(root).has_value());  // pytest 7.2: no config file
+    CHECK(expected_config(root, true) == fs::weakly_canonical(t.root / "proj/pyproject.toml"));
+    t.write("pytest.ini", "[pytest]\n");  // a real one anywhere up the tree wins over the bare one
+    CHECK(expected_config(root, true) == fs::weakly_canonical(t.root / "pytest.ini"));
+    CHECK(takes_bare_pyproject("8.1.0"));
+    CHECK(takes_bare_pyproject("9.2.0"));
+    CHECK_FALSE(takes_bare_pyproject("8.0.2"));
+    CHECK_FALSE(takes_bare_pyproject("7.2.1"));
+    CHECK_FALSE(takes_bare_pyproject("unknown"));
+}
+
 TEST_CASE("a stray config warns only where it could re-root a collected test", "[config]") {
     TempTree t;
     t.write("third_party/lib/.git", "gitdir: ../../.git/modules/lib\n");  // a submodule's work tree

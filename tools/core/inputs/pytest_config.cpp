@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -51,11 +52,21 @@ std::optional<fs::path> config_in(const fs::path& dir) {
     return std::nullopt;
 }
 
-std::optional<fs::path> expected_config(const fs::path& root) {
+std::optional<fs::path> expected_config(const fs::path& root, bool pyproject_fallback) {
+    std::optional<fs::path> nearest_pyproject;
+    std::error_code ec;
     for (fs::path dir = fs::weakly_canonical(root);; dir = dir.parent_path()) {
         if (auto file = config_in(dir)) return file;
-        if (dir == dir.root_path() || dir.empty()) return std::nullopt;
+        if (pyproject_fallback && !nearest_pyproject && fs::is_regular_file(dir / "pyproject.toml", ec))
+            nearest_pyproject = dir / "pyproject.toml";
+        if (dir == dir.root_path() || dir.empty()) return nearest_pyproject;
     }
+}
+
+bool takes_bare_pyproject(const std::string& pytest_version) {
+    int major = 0, minor = 0;
+    if (std::sscanf(pytest_version.c_str(), "%d.%d", &major, &minor) != 2) return false;
+    return major > 8 || (major == 8 && minor >= 1);
 }
 
 std::vector<std::string> stray_configs(const fs::path& root) {

@@ -15,8 +15,14 @@ namespace evgate {
 // setup.cfg with [tool:pytest]), in pytest's order of preference.
 std::optional<std::filesystem::path> config_in(const std::filesystem::path& dir);
 
-// The config at ROOT or the nearest above it: the one the project means.
-std::optional<std::filesystem::path> expected_config(const std::filesystem::path& root);
+// The config at ROOT or the nearest above it: the one the project means. `pyproject_fallback`:
+// pytest 8.1 and later take the nearest pyproject.toml as the config file even without a
+// [tool.pytest.ini_options] table when no other candidate is found up to /.
+std::optional<std::filesystem::path> expected_config(const std::filesystem::path& root, bool pyproject_fallback = false);
+
+// Whether a pytest version ("9.2.0") takes a pyproject.toml without a pytest table as its config
+// file when nothing else is found (8.1 and later); false for a version it cannot read.
+bool takes_bare_pyproject(const std::string& pytest_version);
 
 // Config files below ROOT (ROOT itself excluded), relative to ROOT, sorted. Hidden
 // directories, __pycache__, virtual environments and CMake build trees are not searched.

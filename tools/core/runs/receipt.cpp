@@ -246,7 +246,7 @@ std::string add_workspace(rapidjson::Document& doc, const SuiteConfig& suite, co
     doc.AddMember("hostname", rapidjson::Value(host.nodename, alloc), alloc);
     doc.AddMember("root", rapidjson::Value(fs::weakly_canonical(suite.root).string(), alloc), alloc);
     doc.AddMember("cwd", rapidjson::Value(suite.root.string(), alloc), alloc);
-    const auto expected = expected_config(suite.root);
+    const auto expected = expected_config(suite.root, takes_bare_pyproject(optional_string(doc, "pytest_version", "receipt").value_or("")));
     doc.AddMember("expected_configfile", expected ? rapidjson::Value(expected->string(), alloc) : rapidjson::Value(), alloc);
     add_stray_configs(doc, suite.root);
     add_options(doc, suite);
