@@ -104,6 +104,13 @@ KeptEvidence parse_kept(const rapidjson::Value& doc, const std::string& source) 
     return kept;
 }
 
+void write_parts(rapidjson::Writer<rapidjson::StringBuffer>& w, const std::map<std::string, std::string>& parts) {
+    w.Key("parts");
+    w.StartObject();
+    for (const auto& [name, value] : parts) w.Key(name.c_str()), w.String(value);
+    w.EndObject();
+}
+
 void write_receipts(rapidjson::Writer<rapidjson::StringBuffer>& w, const std::vector<KeptReceipt>& receipts) {
     w.StartArray();
     for (const auto& r : receipts) {
@@ -175,10 +182,7 @@ ReuseDecision add_reuse(rapidjson::Document& receipt, const SuiteConfig& suite, 
     rapidjson::Writer<rapidjson::StringBuffer> w(text);
     w.StartObject();
     w.Key("key"), w.String(key.key);
-    w.Key("parts");
-    w.StartObject();
-    for (const auto& [name, value] : key.parts) w.Key(name.c_str()), w.String(value);
-    w.EndObject();
+    write_parts(w, key.parts);
     w.Key("kept");
     write_receipts(w, decision.keeps ? kept->receipts : std::vector<KeptReceipt>{});
     w.Key("first_seed"), w.Uint64(decision.keeps ? kept->next_seed : 0);
@@ -196,10 +200,7 @@ void write_kept_evidence(const SuiteConfig& suite, const KeptEvidence& evidence)
     rapidjson::Writer<rapidjson::StringBuffer> w(text);
     w.StartObject();
     w.Key("key"), w.String(evidence.key);
-    w.Key("parts");
-    w.StartObject();
-    for (const auto& [name, value] : evidence.parts) w.Key(name.c_str()), w.String(value);
-    w.EndObject();
+    write_parts(w, evidence.parts);
     w.Key("hash_seed"), w.String(evidence.hash_seed);
     w.Key("next_seed"), w.Uint64(evidence.next_seed);
     w.Key("receipts");
