@@ -115,8 +115,8 @@ per-test ledger, and a gate that fails exactly when a row blocks. All as CTest t
     a fork each (runs ``first.<n>``, n its place in the collection). A test that fails there
     but passes in the orders needs an earlier test to set state up: it is rerun alone, and
     ``<name>.localise`` names that test. ``AUTO`` spends on the pass at most a quarter of what
-    the seed runs cost (from what a seed run took), in collection order; the tests it did not
-    reach run alone in the next ``ctest`` on the same tree, whose kept runs hold the rest
+    the seed runs cost (from what a seed run took), or 5 s when that is more, in collection
+    order; the tests it did not reach run alone in the next ``ctest`` on the same tree, whose kept runs hold the rest
     (``ON``: every test not yet run alone). Default: ``AUTO``.
 
   ``RERUNS n``

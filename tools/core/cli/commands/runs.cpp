@@ -502,13 +502,16 @@ std::optional<double> seed_run_seconds(const SuiteConfig& suite, const Receipt& 
     return longest;
 }
 
-// ALONE AUTO's budget: a quarter of what the seed runs of one ctest cost; nullopt for no bound
-// (ALONE ON, or no seed run to measure: then the pass runs for a suite of up to 200 tests).
+// ALONE AUTO's budget: a quarter of what the seed runs of one ctest cost, and never less than
+// kAloneFloor (a small suite's whole pass costs a few seconds, and a brittle test that passes in
+// every seed is found only there); nullopt for no bound (ALONE ON, or no seed run to measure:
+// then the pass runs for a suite of up to 200 tests).
 std::optional<double> alone_budget(const SuiteConfig& suite, const Receipt& receipt) {
+    constexpr double kAloneFloor = 5.0;
     if (suite.alone != "auto") return std::nullopt;
     const auto seed = seed_run_seconds(suite, receipt);
     if (!seed) return std::nullopt;
-    return 0.25 * (suite.seeds + 1) * std::max(*seed, 0.05);
+    return std::max(kAloneFloor, 0.25 * (suite.seeds + 1) * *seed);
 }
 
 std::size_t count_failed_alone(const SuiteConfig& suite, const std::vector<RunPlan>& plans) {
@@ -593,7 +596,7 @@ int cmd_alone(Invocation& in) {
     if (kept > 0) std::cout << "; " << kept << " kept from an earlier ctest";
     if (ran.size() < plans.size())
         std::cout << "; " << plans.size() - ran.size() << " left for the next ctest on this tree (ALONE AUTO spends at most a quarter of "
-                  << "the seed runs' time, " << static_cast<long>(*budget * 10) / 10.0 << " s here)";
+                  << "the seed runs' time or 5 s, " << static_cast<long>(*budget * 10) / 10.0 << " s here)";
     std::cout << '\n';
     return status;
 }
