@@ -364,7 +364,7 @@ def cut_short(cache):
 
 def test_bytecode_cut_short_by_one_invocation_never_poisons_the_next(project):
     """One ctest under a file-size limit (ulimit -f) leaves .pyc files cut short in the build
-    tree's bytecode cache — pytest's own among them — and CPython reads them back without a check:
+    tree's bytecode cache — the standard library's among them — and CPython reads them back without a check:
     without one, every later run fails with 'EOFError: marshal data too short'. The next ctest
     checks what was written to the cache since it last looked before pytest starts. (On the
     build before: every step of the next ctest failed.)"""
@@ -379,7 +379,9 @@ def test_bytecode_cut_short_by_one_invocation_never_poisons_the_next(project):
     project.suite(f"SEEDS 1 PERTURB OFF TESTS {TESTS}")
     with project.checked():
         project.configured()
-        project.ctest("-L", "evidence", wrapper=("bash", "-c", 'ulimit -f 64 && exec "$@"', "bash"))  # any step may fail
+        # The manifest step alone: in a whole ctest, the receipt step after it already checks the
+        # cache (and the snapshot of this suite's 300 KB module is itself cut short there).
+        project.ctest("-R", rf"^{SUITE}\.manifest$", wrapper=("bash", "-c", 'ulimit -f 64 && exec "$@"', "bash"))
         poisoned = cut_short(project.evidence_dir() / "pycache")
         assert poisoned, "no bytecode was cut short: the scenario tests nothing"
         result = project.evidence()
