@@ -163,14 +163,39 @@ def imported_files(config):
     rootdir = os.path.abspath(str(config.rootpath))
     installed = _installed_dirs(rootdir)
     files = set(loaded_conftests(config))
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
+    paths = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
+    for path in paths + sorted(mapped_libraries()):
         if not isinstance(path, str) or not path:
             continue
         path = os.path.abspath(path)
         if not any(_inside(path, d) for d in installed):
             files.add(path)
     return sorted(files)
+
+
+# The system's own libraries: never the project's, and they differ between machines.
+SYSTEM_LIBRARY_DIRS = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
+
+
+def mapped_libraries():
+    """The shared libraries the process has mapped (Linux): a compiled module's own libraries,
+    libgeo.so beside the _geo module in a build tree, which a rebuild changes while the module
+    itself may come out byte-identical; the system's are left out. None where there is no
+    /proc/self/maps."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) < 6 or not fields[5].startswith("/") or fields[5].endswith(" (deleted)"):
+            continue
+        path = fields[5]
+        if ".so" in os.path.basename(path) and not path.startswith(SYSTEM_LIBRARY_DIRS):
+            found.add(path)
+    return found
 
 
 def _installed_dirs(rootdir):

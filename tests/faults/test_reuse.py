@@ -195,3 +195,38 @@ def test_a_rebuilt_module_runs_everything_again(project):
         assert build.returncode == 0, build.describe()
         result = project.evidence()
         nothing_kept(project, result, "tests/test_native.py::test_limit", "a rebuilt module")
+
+
+def test_a_rebuilt_library_a_module_loads_at_import_runs_everything_again(project):
+    """The same library, not named in DEPENDS: the test module loads it at import, as a binding
+    loads the library it wraps. The collection's process has it mapped, so the receipt lists it
+    among the binaries under test; rebuilt, nothing of the first run is kept."""
+    project.write("native/limit.c", "int limit(void) { return 10; }\n")
+    project.write("tests/test_native.py", """
+        import ctypes
+        import os
+
+        LIB = ctypes.CDLL(os.environ["LIMIT_LIBRARY"])
+
+        def test_limit():
+            assert LIB.limit() >= 10
+
+        def test_other():
+            pass
+    """)
+    project.suite(SUITE_ARGS + " ENVIRONMENT LIMIT_LIBRARY=$<TARGET_FILE:limit>",
+                  before="enable_language(C)\nadd_library(limit SHARED native/limit.c)")
+    with project.checked():
+        project.configured()
+        build = project.build_target("limit")
+        assert build.returncode == 0, build.describe()
+        result = project.evidence()
+        assert gate_summary(project.build) == "PASSED", result.describe()
+        built = [entry["path"] for entry in receipt(project)["built"]]
+        assert any(path.endswith("liblimit.so") for path in built), built
+        project.write("native/limit.c", "int limit(void) { return 9; }\n")
+        project.seal()
+        build = project.build_target("limit")
+        assert build.returncode == 0, build.describe()
+        result = project.evidence()
+        nothing_kept(project, result, "tests/test_native.py::test_limit", "a rebuilt library loaded at import")

@@ -43,10 +43,12 @@ Maker made_by(const fs::path& file, const fs::path& root) {
     return {};
 }
 
-// A compiled module Python imports: the tested binary a build tree holds.
+// A compiled module Python imports, or a shared library one links (libgeo.so, libgeo.so.1.2):
+// the tested binaries a build tree holds.
 bool extension_module(const fs::path& file) {
     const auto ext = file.extension();
-    return ext == ".so" || ext == ".pyd";
+    const auto name = file.filename().string();
+    return ext == ".so" || ext == ".pyd" || name.find(".so.") != std::string::npos;
 }
 
 std::string octal(unsigned mode) {
