@@ -49,14 +49,15 @@ TEST_CASE("what a run id is: its kind whatever its suffixes, its base, its last 
     CHECK(rerun.has(RunId::Step::rerun));
     CHECK_FALSE(rerun.has(RunId::Step::fresh));
     CHECK(rerun.base() == RunId::seed(3));
-    CHECK(rerun.without_last() == RunId::seed(3));
-    CHECK(RunId::seed(3).without_last() == RunId::seed(3));
+    CHECK(RunId::seed(3).base() == RunId::seed(3));
 
     const auto fresh = RunId::of("seed.1.rerun.1.fresh.2");
     CHECK(fresh.is_fresh());
     CHECK_FALSE(fresh.is_apart());
-    CHECK(fresh.without_last().str() == "seed.1.rerun.1");
     CHECK(fresh.suffixes().back().number == 2);
+    CHECK(fresh.before_last(RunId::Step::fresh) == RunId::of("seed.1.rerun.1"));
+    CHECK(RunId::of("seed.1.fresh.2.apart").before_last(RunId::Step::fresh) == RunId::seed(1));
+    CHECK_FALSE(RunId::seed(1).rerun(1).before_last(RunId::Step::fresh));
     CHECK(RunId::of("seed.2.apart").is_apart());
     CHECK_FALSE(RunId::of("seed.2.apart.rerun.1").is_apart());
 

@@ -114,10 +114,14 @@ bool RunId::has(Step step) const {
     return false;
 }
 
-RunId RunId::without_last() const {
-    RunId id = *this;
-    if (!id.suffixes_.empty()) id.suffixes_.pop_back();
-    return id;
+std::optional<RunId> RunId::before_last(Step step) const {
+    for (auto k = suffixes_.size(); k > 0; --k) {
+        if (suffixes_[k - 1].step != step) continue;
+        RunId id = *this;
+        id.suffixes_.resize(k - 1);
+        return id;
+    }
+    return std::nullopt;
 }
 
 RunId RunId::with(Suffix suffix) const {

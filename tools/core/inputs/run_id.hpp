@@ -55,7 +55,8 @@ public:
     bool is_fresh() const { return !suffixes_.empty() && suffixes_.back().step == Step::fresh; }  // a fresh replay
 
     RunId base() const { return RunId(kind_, number_); }  // without its suffixes
-    RunId without_last() const;                           // without its last suffix (itself when it has none)
+    // The run its last `step` was made from (seed.1.fresh.2.apart: seed.1 for fresh); nullopt without one.
+    std::optional<RunId> before_last(Step step) const;
     RunId rerun(std::uint64_t j) const { return with({Step::rerun, j}); }
     RunId apart() const { return with({Step::apart, 0}); }
     RunId fresh(std::uint64_t j) const { return with({Step::fresh, j}); }

@@ -33,7 +33,8 @@ std::map<std::string, std::size_t> done_so_far(const std::vector<LoadedRun>& run
     std::map<std::string, std::size_t> done;
     for (const auto& run : runs) {
         if (!run.plan.fresh) continue;
-        if (const auto id = RunId::parse(run.plan.id); id && id->is_fresh()) ++done[id->without_last().str()];
+        const auto id = RunId::parse(run.plan.id);
+        if (const auto source = id ? id->before_last(RunId::Step::fresh) : std::nullopt) ++done[source->str()];
     }
     return done;
 }

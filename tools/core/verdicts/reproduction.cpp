@@ -52,7 +52,8 @@ std::optional<ReplayRequest> order_with(std::string_view outcome, const std::str
 // The partner's order the localisation found, else the order it failed in.
 std::optional<ReplayRequest> partner_order(const std::string& test, std::optional<std::uint32_t> number, const GateInput& input) {
     auto c = input.culprits.find(test);
-    if (c == input.culprits.end() || c->second.found.reproduce_order.empty()) return order_with(to_string(OutcomeClass::fail), test, number, input);
+    if (c == input.culprits.end() || c->second.found.reproduce_order.empty())
+        return order_with(to_string(OutcomeClass::fail), test, number, input);
     ReplayRequest request;
     request.tests = c->second.found.reproduce_order;
     request.seed = c->second.seed;

@@ -122,7 +122,8 @@ struct Judgement {
 std::size_t distinct_seed_orders(const std::vector<Attempt>& attempts) {
     std::set<std::string_view> orders;
     for (const auto& a : attempts)
-        if (const auto order = RunId::parse(a.order); a.column == Column::local && order && order->is_seed()) orders.insert(a.order);
+        if (const auto order = RunId::parse(a.order); a.column == Column::local && order && order->is_seed())
+            orders.insert(a.order);
     return orders.size();
 }
 

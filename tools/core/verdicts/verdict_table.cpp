@@ -49,7 +49,8 @@ Reason flaky(const Observations& o) {
     const auto* order = o.flaky_order();
     if (order == nullptr) return std::nullopt;
     return "outcome differs between runs of the same order (" + *order + "): passes in " +
-           (o.count(OutcomeClass::pass) ? o.runs(OutcomeClass::pass) : "none") + ", fails in " + (o.count(OutcomeClass::fail) ? o.runs(OutcomeClass::fail) : "none") +
+           (o.count(OutcomeClass::pass) ? o.runs(OutcomeClass::pass) : "none") + ", fails in " +
+           (o.count(OutcomeClass::fail) ? o.runs(OutcomeClass::fail) : "none") +
            o.failed_only_beside() + o.fail_message;
 }
 
