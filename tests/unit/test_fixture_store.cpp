@@ -146,11 +146,11 @@ TEST_CASE("a lease whose run changed nothing only reads; one that finds a change
     CHECK(store.overlapped_a_change(quiet_token));    // it ran beside a run that changed the groups
     CHECK_FALSE(store.overlapped_a_change(dirty_token));
     Receipt receipt;
-    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // the rest of this invocation takes turns
+    CHECK(store.access_for(receipt.declares_writes()) == TreeAccess::exclusive);  // the rest of this invocation takes turns
     store.snapshot();
-    CHECK(store.access_for(receipt) == TreeAccess::shared);  // a new invocation goes side by side again
+    CHECK(store.access_for(receipt.declares_writes()) == TreeAccess::shared);  // a new invocation goes side by side again
     receipt.tests.push_back({"tests/test_x.py::test_writer", false, {"db"}, std::nullopt});
-    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // a test declares writes
+    CHECK(store.access_for(receipt.declares_writes()) == TreeAccess::exclusive);  // a test declares writes
 }
 
 TEST_CASE("a lease left by an exception restores what its run changed; one ended normally leaves that to restore()",

@@ -70,7 +70,7 @@ TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod ar
     fs::remove_all(p.root / "notes");  // deleted again before the ledger: it was scratch after all
     CHECK(store.findings({{token, "seed.3"}}).size() == 1);
     Receipt receipt;
-    CHECK(store.access_for(receipt) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
+    CHECK(store.access_for(receipt.declares_writes()) == TreeAccess::exclusive);  // entries came and went: the rest takes turns
 }
 
 TEST_CASE("outside git, hidden directories are guarded too, but never version control, caches and environments", "[store]") {

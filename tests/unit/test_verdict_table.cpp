@@ -69,12 +69,12 @@ TEST_CASE("the pages draw each verdict in a colour and a symbol of its own", "[v
 
 TEST_CASE("each verdict's rule reads what the attempts show, and only its own verdict applies", "[verdict_table]") {
     Observations passed;  // two orders, passed in both
-    passed.runs_by_class["pass"] = {"seed.0", "seed.1"};
-    passed.classes_by_order = {{"seed.0", {"pass"}}, {"seed.1", {"pass"}}};
+    passed.runs_by_class[OutcomeClass::pass] = {"seed.0", "seed.1"};
+    passed.classes_by_order = {{"seed.0", {OutcomeClass::pass}}, {"seed.1", {OutcomeClass::pass}}};
     Observations died = passed;
     died.interrupted = {"seed.2"};
     Observations gap = passed;
-    gap.remote_runs_by_class["fail"] = {"ci:seed.0"};
+    gap.remote_runs_by_class[OutcomeClass::fail] = {"ci:seed.0"};
     for (const auto& v : verdict_table()) {
         CHECK(v.rule(passed).has_value() == (v.verdict == Verdict::stable));
         CHECK(v.rule(died).has_value() == (v.verdict == Verdict::stable || v.verdict == Verdict::interrupted));
@@ -88,17 +88,17 @@ TEST_CASE("each verdict's rule reads what the attempts show, and only its own ve
 
 TEST_CASE("a reason counts the runs the row's outcomes list, perturbed and runners too", "[verdict_table]") {
     Observations failed;  // a one-test suite: seed.0, its rerun alone, and the perturbed run
-    failed.runs_by_class["fail"] = {"seed.0", "alone.1"};
-    failed.classes_by_order = {{"seed.0", {"fail"}}};
+    failed.runs_by_class[OutcomeClass::fail] = {"seed.0", "alone.1"};
+    failed.classes_by_order = {{"seed.0", {OutcomeClass::fail}}};
     failed.alone_tried = true;
-    failed.remote_runs_by_class["fail"] = {"perturbed"};
+    failed.remote_runs_by_class[OutcomeClass::fail] = {"perturbed"};
     CHECK(info(Verdict::failing).rule(failed) == std::optional<std::string>("fails in every run (3 runs, alone too)"));
-    failed.remote_runs_by_class = {{"pass", {"perturbed"}}};
+    failed.remote_runs_by_class = {{OutcomeClass::pass, {"perturbed"}}};
     CHECK(info(Verdict::failing).rule(failed) ==
           std::optional<std::string>("fails in every local run (2 of 3 runs, alone too; not on every other column)"));
     Observations once;
-    once.runs_by_class["pass"] = {"seed.0"};
-    once.classes_by_order = {{"seed.0", {"pass"}}};
+    once.runs_by_class[OutcomeClass::pass] = {"seed.0"};
+    once.classes_by_order = {{"seed.0", {OutcomeClass::pass}}};
     CHECK(info(Verdict::stable).rule(once) == std::optional<std::string>("passes in every run (1 run)"));
 }
 

@@ -135,20 +135,21 @@ private:
 // How much a testcase element's outcome outweighs another's for the same test: pytest writes a
 // teardown error of a failed test as a second <testcase>, and the failure is what happened.
 int weight(std::string_view outcome) {
-    constexpr std::string_view order[] = {"passed", "skipped", "xfailed", "error", "failed"};
-    return static_cast<int>(std::find(std::begin(order), std::end(order), outcome) - std::begin(order));
+    constexpr Outcome order[] = {Outcome::passed, Outcome::skipped, Outcome::xfailed, Outcome::error, Outcome::failed};
+    return static_cast<int>(std::find_if(std::begin(order), std::end(order), [&](Outcome o) { return is(outcome, o); }) -
+                            std::begin(order));
 }
 
 std::string_view outcome_of_child(const tinyxml2::XMLElement& child) {
     const std::string_view tag = child.Name();
-    if (tag == "failure") return "failed";
-    if (tag == "error") return "error";
-    if (tag == "skipped") return attribute(child, "type") == "pytest.xfail" ? "xfailed" : "skipped";
+    if (tag == "failure") return to_string(Outcome::failed);
+    if (tag == "error") return to_string(Outcome::error);
+    if (tag == "skipped") return to_string(attribute(child, "type") == "pytest.xfail" ? Outcome::xfailed : Outcome::skipped);
     return {};  // system-out, properties, ...
 }
 
 TestResult result_of(const tinyxml2::XMLElement& testcase) {
-    TestResult result{"passed", {}, {}, {}};
+    TestResult result{std::string(to_string(Outcome::passed)), {}, {}, {}};
     for (const auto* child = testcase.FirstChildElement(); child != nullptr; child = child->NextSiblingElement()) {
         const auto outcome = outcome_of_child(*child);
         if (outcome.empty() || weight(outcome) <= weight(result.outcome)) continue;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runs/run_records.hpp"
+#include "inputs/outcome.hpp"
 
 namespace evgate {
 

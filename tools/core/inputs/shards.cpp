@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/run_id.hpp"
 #include "io/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
@@ -108,7 +109,7 @@ std::vector<fs::path> handed_evidence() {
 }
 
 bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed) {
-    if (run_id == "perturbed") return shard.index == 1;
+    if (run_id == RunId::perturbed().str()) return shard.index == 1;
     return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
 }
 
@@ -117,8 +118,8 @@ bool repeat_left_out(const Receipt& receipt, const std::string& run_id) {
     if (repeat == receipt.orders.repeats.end()) return false;
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;
     if (!shard) return true;
-    const auto& earlier = repeat->second;  // "seed.<k>"
-    return runs_here(*shard, earlier, std::stoull(earlier.substr(earlier.find('.') + 1)));
+    const auto& earlier = repeat->second;  // a seed's run (the receipt checked it)
+    return runs_here(*shard, earlier, RunId::of(earlier).number());
 }
 
 std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
@@ -160,7 +161,7 @@ bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::str
         write_plan(plan_file(suite, imported.id), imported);
         write_file_atomic(records_file(suite, imported.id), rebind(records, receipt.id));
         for (const char* manifest : {evidence::kPerturbedManifest})
-            if (run_id == "perturbed" && fs::exists(shard / manifest))
+            if (run_id == RunId::perturbed().str() && fs::exists(shard / manifest))
                 fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);
         return true;
     }

@@ -11,6 +11,8 @@
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "inputs/junit.hpp"
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {
@@ -27,7 +29,8 @@ std::unordered_map<std::string, RunFacts> run_facts(const RunMatrix& runs) {
     std::unordered_map<std::string, RunFacts> facts;
     for (const auto& run : runs.runs()) {
         RunFacts f{run.plan.order, std::nullopt, run.plan.column};
-        if (run.plan.column == Column::local && run.plan.order.rfind("seed.", 0) == 0) f.seed = run.plan.seed;
+        if (const auto order = RunId::parse(run.plan.order); run.plan.column == Column::local && order && order->is_seed())
+            f.seed = run.plan.seed;
         facts.emplace(run.plan.id, std::move(f));
     }
     return facts;
@@ -71,7 +74,9 @@ private:
 // The verdicts the table reports as skipped: a <skipped/> element, counted as skipped.
 bool reported_skipped(const LedgerRow& row) { return info(row.verdict).status == CaseStatus::skipped; }
 
-bool differed(std::string_view outcome) { return outcome_class(outcome) != "pass" && outcome_class(outcome) != "skip"; }
+bool differed(std::string_view outcome) {
+    return outcome_class(outcome) != OutcomeClass::pass && outcome_class(outcome) != OutcomeClass::skip;
+}
 
 std::string host_of(const Attempt& a, const JUnitContext& context) {
     if (a.column == Column::runner) return a.run.substr(0, a.run.find(':'));
@@ -110,7 +115,7 @@ std::string where_it_ran(const Attempt& a, const RunFacts* facts, const JUnitCon
 // <flaky*> under one that passes; Failure for a failed call, Error for anything else.
 void attempt_element(XmlOut& xml, const Attempt& a, bool blocked, const RunFacts* facts, const JUnitContext& context,
                      std::optional<double> seconds) {
-    const std::string tag = std::string(blocked ? "rerun" : "flaky") + (a.outcome == "failed" ? "Failure" : "Error");
+    const std::string tag = std::string(blocked ? "rerun" : "flaky") + (is(a.outcome, Outcome::failed) ? "Failure" : "Error");
     xml.raw("<" + tag);
     xml.attribute("type", a.outcome);
     xml.attribute("message", a.run + ": " + a.outcome + (a.message.empty() ? "" : ": " + a.message));
@@ -188,14 +193,14 @@ public:
         xml_.raw("</properties>\n");
         if (blocked) failure(row);
         for (const auto& a : bad)
-            if (a.outcome == "failed") attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
+            if (is(a.outcome, Outcome::failed)) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         if (reported_skipped(row)) {
             xml_.raw("<skipped");
             xml_.attribute("message", "skipped in every run: " + row.reason);
             xml_.raw("/>\n");
         }
         for (const auto& a : bad)
-            if (a.outcome != "failed") attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
+            if (!is(a.outcome, Outcome::failed)) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         close(row);
     }
 

@@ -6,6 +6,7 @@
 #include <gsl/gsl>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/run_id.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "reports/report_parts.hpp"
@@ -58,7 +59,7 @@ std::vector<std::string> report_columns(const std::vector<LoadedRun>& runs) {
     const auto group = [](const LoadedRun& run) {
         if (run.plan.column == Column::runner) return 4;
         if (run.plan.column == Column::perturbed) return 3;
-        if (run.plan.order == "alone") return 2;
+        if (run.plan.order == kAloneOrder) return 2;
         return run.plan.id == run.plan.order ? 0 : 1;  // a rerun replays its seed's order under its own id
     };
     std::vector<const LoadedRun*> sorted;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "inputs/outcome.hpp"
 #include "reports/assets.hpp"
 #include "reports/markup.hpp"
 #include "reports/report_parts.hpp"
@@ -22,15 +23,15 @@ struct OutcomeStyle {
 };
 
 constexpr std::array<OutcomeStyle, 11> kStyles{{
-    {"passed", Swatch::green, '.', "passed"},
-    {"failed", Swatch::vermillion, 'F', "failed"},
-    {"error", Swatch::purple, 'E', "error (setup or teardown)"},
-    {"skipped", Swatch::grey, 's', "skipped"},
-    {"xfailed", Swatch::sky, 'x', "xfailed (failed as expected)"},
-    {"xpassed", Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
-    {"interrupted", Swatch::black, '!', "interrupted (the interpreter died)"},
-    {"missing", Swatch::yellow, '?', "missing (planned, no result)"},
-    {"uncalled", Swatch::yellow, 'u', "uncalled (a hook ran it without its call phase)"},
+    {to_string(Outcome::passed), Swatch::green, '.', "passed"},
+    {to_string(Outcome::failed), Swatch::vermillion, 'F', "failed"},
+    {to_string(Outcome::error), Swatch::purple, 'E', "error (setup or teardown)"},
+    {to_string(Outcome::skipped), Swatch::grey, 's', "skipped"},
+    {to_string(Outcome::xfailed), Swatch::sky, 'x', "xfailed (failed as expected)"},
+    {to_string(Outcome::xpassed), Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
+    {to_string(Outcome::interrupted), Swatch::black, '!', "interrupted (the interpreter died)"},
+    {to_string(Outcome::missing), Swatch::yellow, '?', "missing (planned, no result)"},
+    {to_string(Outcome::uncalled), Swatch::yellow, 'u', "uncalled (a hook ran it without its call phase)"},
     {"not run", Swatch::pale, '-', "not run (not in this run's plan)"},
     {"other", Swatch::blue, '*', "an outcome this report does not know"},
 }};

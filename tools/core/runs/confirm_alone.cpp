@@ -3,23 +3,26 @@
 #include <map>
 #include <set>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
+
 namespace evgate {
 namespace {
 
 // One outcome of one test, in one run.
 struct Seen {
     const LoadedRun* run;
-    std::string cls;  // pass / fail / skip
+    OutcomeClass cls;  // never none
     bool alone;       // the run overlapped no other run
     bool redone;      // it was done again alone already: never chosen again
 };
 
 using Sightings = std::vector<Seen>;
 
-bool differ(const std::set<std::string>& classes) { return classes.size() > 1 && classes.count("fail") != 0; }
+bool differ(const std::set<OutcomeClass>& classes) { return classes.size() > 1 && classes.count(OutcomeClass::fail) != 0; }
 
-std::set<std::string> classes_of(const Sightings& seen) {
-    std::set<std::string> classes;
+std::set<OutcomeClass> classes_of(const Sightings& seen) {
+    std::set<OutcomeClass> classes;
     for (const auto& s : seen) classes.insert(s.cls);
     return classes;
 }
@@ -53,8 +56,8 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
         const bool alone = !overlapped(run.plan.lease);
         const bool redone = confirmed.count(run.plan.id) != 0;
         for (const auto& [test, result] : run.records.results) {
-            const auto cls = std::string(outcome_class(result.outcome));
-            if (cls.empty()) continue;
+            const auto cls = outcome_class(result.outcome);
+            if (cls == OutcomeClass::none) continue;
             if (run.plan.column == Column::perturbed) perturbed[test].push_back({&run, cls, alone, redone});
             else local[test][run.plan.order].push_back({&run, cls, alone, redone});
         }
@@ -74,7 +77,7 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
         const bool gap = remote != perturbed.end() && classes_of(remote->second) != classes && differ(either);
         if (differ(classes)) witness_each(all, redo);       // order-dependent, if it holds
         if (gap) witness_each(remote->second, redo);        // a gap, if it holds
-        if (failures && classes == std::set<std::string>{"fail"}) witness_each(all, redo);  // failing, if it holds
+        if (failures && classes == std::set<OutcomeClass>{OutcomeClass::fail}) witness_each(all, redo);  // failing, if it holds
     }
     std::vector<std::string> ids;
     for (const auto& run : runs)
@@ -84,7 +87,7 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
 
 RunPlan apart_plan(const RunPlan& plan) {
     RunPlan apart = plan;
-    apart.id = plan.id + ".apart";
+    apart.id = RunId::of(plan.id).apart().str();
     apart.confirms = plan.id;
     apart.lease.clear();
     apart.access = TreeAccess::exclusive;

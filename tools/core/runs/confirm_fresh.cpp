@@ -4,12 +4,12 @@
 #include <map>
 #include <set>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "verdicts/run_matrix.hpp"
 
 namespace evgate {
 namespace {
-
-constexpr char kFresh[] = ".fresh.";
 
 bool blocks_on_outcomes(Verdict v) { return v == Verdict::flaky || v == Verdict::order_dependent || v == Verdict::failing; }
 
@@ -18,7 +18,7 @@ std::vector<std::string> failing_forks(const std::vector<Attempt>& attempts, con
                                        const std::map<std::string, std::size_t>& sizes) {
     std::vector<std::string> runs;
     for (const auto& a : attempts)
-        if (a.fork && a.column == Column::local && outcome_class(a.outcome) == "fail" && (order.empty() || a.order == order))
+        if (a.fork && a.column == Column::local && outcome_class(a.outcome) == OutcomeClass::fail && (order.empty() || a.order == order))
             runs.push_back(a.run);
     std::stable_sort(runs.begin(), runs.end(), [&](const auto& x, const auto& y) { return sizes.at(x) < sizes.at(y); });
     return runs;
@@ -32,15 +32,16 @@ bool has_fresh_alone(const std::vector<Attempt>& attempts) {
 std::map<std::string, std::size_t> done_so_far(const std::vector<LoadedRun>& runs) {
     std::map<std::string, std::size_t> done;
     for (const auto& run : runs) {
-        const auto at = run.plan.id.rfind(kFresh);
-        if (run.plan.fresh && at != std::string::npos) ++done[run.plan.id.substr(0, at)];
+        if (!run.plan.fresh) continue;
+        const auto id = RunId::parse(run.plan.id);
+        if (const auto source = id ? id->before_last(RunId::Step::fresh) : std::nullopt) ++done[source->str()];
     }
     return done;
 }
 
 RunPlan fresh_plan(const RunPlan& source, std::size_t through, std::size_t j) {
     RunPlan plan;
-    plan.id = source.id + kFresh + std::to_string(j);
+    plan.id = RunId::of(source.id).fresh(j).str();
     plan.order = source.order;
     plan.seed = source.seed;
     plan.listed = source.listed;
@@ -104,7 +105,7 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
     }
     for (const auto& [n, test] : alone) {
         RunPlan source;
-        source.id = "first." + std::to_string(n);
+        source.id = RunId::first(n).str();
         source.order = std::string(kAloneOrder);
         source.tests = {test};
         plans.push_back(fresh_plan(source, 1, 1));

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "io/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
@@ -16,6 +18,8 @@ namespace fs = std::filesystem;
 
 namespace evgate {
 namespace {
+
+constexpr std::uint64_t kMostSweeps = 100000000;  // a kept sweep numbered beyond is not counted (fewer than 9 digits)
 
 fs::path culprits_file(const SuiteConfig& suite) { return suite.evidence_dir / evidence::kLocalise; }
 
@@ -34,15 +38,15 @@ struct Prefixes {
 Prefixes prefixes_of(const std::string& test, const std::vector<LoadedRun>& runs) {
     Prefixes p;
     for (const auto& run : runs) {
-        if (run.plan.column != Column::local || run.plan.order == "alone") continue;
+        if (run.plan.column != Column::local || run.plan.order == kAloneOrder) continue;
         auto it = run.records.results.find(test);
         if (it == run.records.results.end()) continue;
         const auto cls = outcome_class(it->second.outcome);
-        if (cls == "fail" && p.failing.empty()) {
+        if (cls == OutcomeClass::fail && p.failing.empty()) {
             p.failing = prefix_through(run.plan, test);
             p.seed = run.plan.seed;
         }
-        if (cls == "pass" && p.passing.empty()) p.passing = prefix_through(run.plan, test);
+        if (cls == OutcomeClass::pass && p.passing.empty()) p.passing = prefix_through(run.plan, test);
     }
     return p;
 }
@@ -51,14 +55,14 @@ Prefixes prefixes_of(const std::string& test, const std::vector<LoadedRun>& runs
 Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::uint64_t seed) {
     return [&suite, &receipt, &store, seed](const std::vector<std::string>& tests) -> std::string {
         RunPlan plan;
-        plan.id = plan.order = "probe";
+        plan.id = plan.order = RunId::probe().str();
         plan.seed = seed;
         plan.tests = tests;
         plan.runs_dir = suite.evidence_dir / evidence::kLocaliseRuns;
         run_order(suite, receipt, store, plan);
         const auto records = read_run_records(records_file(suite, plan));
         auto it = records.results.find(tests.back());
-        return it == records.results.end() ? "" : std::string(outcome_class(it->second.outcome));
+        return it == records.results.end() ? "" : std::string(to_string(outcome_class(it->second.outcome)));
     };
 }
 
@@ -66,9 +70,9 @@ Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& sto
 std::vector<std::string> alone_outcomes(const std::string& test, const std::vector<LoadedRun>& runs) {
     std::vector<std::string> seen;
     for (const auto& run : runs) {
-        if (run.plan.column != Column::local || run.plan.order != "alone" || run.plan.tests != std::vector<std::string>{test}) continue;
+        if (run.plan.column != Column::local || run.plan.order != kAloneOrder || run.plan.tests != std::vector<std::string>{test}) continue;
         const auto it = run.records.results.find(test);
-        if (it != run.records.results.end()) seen.emplace_back(outcome_class(it->second.outcome));
+        if (it != run.records.results.end()) seen.emplace_back(to_string(outcome_class(it->second.outcome)));
     }
     return seen;
 }
@@ -169,11 +173,8 @@ private:
             culprits_.push_back(std::move(culprit));
         }
         for (const auto& run : runs_)
-            if (run.plan.id.rfind("sweep.", 0) == 0) {
-                const auto number = run.plan.id.substr(6, run.plan.id.find('.', 6) - 6);
-                if (!number.empty() && number.find_first_not_of("0123456789") == std::string::npos && number.size() < 9)
-                    sweep_base_ = std::max(sweep_base_, std::stoi(number));
-            }
+            if (const auto id = RunId::parse(run.plan.id); id && id->is_sweep() && id->number() < kMostSweeps)
+                sweep_base_ = std::max(sweep_base_, static_cast<int>(id->number()));
     }
 
     // Order-dependent in the runs so far, not yet queued; in collection order.

@@ -83,15 +83,15 @@ private:
 // What a partner flips: a victim fails after its polluters and passes alone; a brittle test
 // passes after its state-setters and fails alone.
 struct Goal {
-    std::string target;
-    std::string alone;
+    OutcomeClass target;
+    OutcomeClass alone;
     std::string order_name;
     std::string partner_role;
 };
 
-const Goal victim_goal{"fail", "pass", "failing order", "polluter"};
-const Goal brittle_goal{"pass", "fail", "passing order", "state-setter"};
-const Goal cleaner_goal{"pass", "", "", ""};  // the victim passes again after polluter and cleaner
+const Goal victim_goal{OutcomeClass::fail, OutcomeClass::pass, "failing order", "polluter"};
+const Goal brittle_goal{OutcomeClass::pass, OutcomeClass::fail, "passing order", "state-setter"};
+const Goal cleaner_goal{OutcomeClass::pass, OutcomeClass::none, "", ""};  // the victim passes again after polluter and cleaner
 
 enum class Check { target, other, no_result, out_of_budget };
 
@@ -121,7 +121,7 @@ struct Search {
         const auto outcome = runner.run(order_of(subset));
         if (!outcome) return Check::out_of_budget;
         if (outcome->empty()) return Check::no_result;
-        return *outcome == goal.target ? Check::target : Check::other;
+        return *outcome == to_string(goal.target) ? Check::target : Check::other;
     }
 };
 
@@ -202,7 +202,7 @@ Check verify(Search& search, const Indices& set, int confirmations, std::string&
         if (!alone) return Check::out_of_budget;
         seen_with.push_back(*with);
         seen_alone.push_back(*alone);
-        if (*with != search.goal.target || *alone != search.goal.alone) {
+        if (*with != to_string(search.goal.target) || *alone != to_string(search.goal.alone)) {
             note = "not reproducible: after " + join(Order(with_set.begin(), with_set.end() - 1)) + " it gave " +
                    shown(seen_with) + "; alone " + shown(seen_alone);
             return Check::other;
@@ -226,10 +226,10 @@ Alone run_alone(Runner& runner, const std::string& test, int confirmations, cons
         if (!outcome) return {Role::unknown, true, runner.spent_note() + " while running it alone"};
         seen.push_back(*outcome);
     }
-    const auto count = [&](const std::string& cls) { return std::count(seen.begin(), seen.end(), cls); };
-    if (count("pass") == confirmations) return {Role::victim, false, ""};
-    if (count("fail") == confirmations) return {Role::brittle, false, ""};
-    const bool mixed = count("pass") > 0 && count("fail") > 0;
+    const auto count = [&](OutcomeClass cls) { return std::count(seen.begin(), seen.end(), to_string(cls)); };
+    if (count(OutcomeClass::pass) == confirmations) return {Role::victim, false, ""};
+    if (count(OutcomeClass::fail) == confirmations) return {Role::brittle, false, ""};
+    const bool mixed = count(OutcomeClass::pass) > 0 && count(OutcomeClass::fail) > 0;
     return {Role::unknown, false,
             (mixed ? "nondeterministic: alone it gave " : "no steady outcome alone: ") + shown(seen) +
                 "; no partner is named for it"};
@@ -295,7 +295,7 @@ std::string find_partners(Localisation& out, const Order& prefix, const Goal& go
     const auto reduction = minimise(search);
     runner.hold_back(0);
     if (reduction.end == End::not_reproducible) {
-        return goal.target == "fail"
+        return goal.target == OutcomeClass::fail
                    ? "not reproducible: the failing order passed when rerun"
                    : "it failed in every order tried, the passing order included: not order-dependent after all";
     }

@@ -11,10 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/outcome.hpp"
+
 namespace evgate {
 
 // Runs `tests` in this exact order in a fresh interpreter (fixtures restored) and returns the
-// outcome class of the LAST test ("pass", "fail", "skip", or "" when it produced no result).
+// outcome class of the LAST test (to_string(OutcomeClass): "" when it produced no result).
 // Exceptions it throws propagate.
 using Oracle = std::function<std::string(const std::vector<std::string>& tests)>;
 

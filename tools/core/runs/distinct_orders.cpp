@@ -6,6 +6,8 @@
 
 #include <xxhash.h>
 
+#include "inputs/run_id.hpp"
+
 namespace evgate {
 namespace {
 
@@ -28,7 +30,7 @@ DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, std:
     result.first = first;
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> first_run;  // order hash -> the first seed run with it
     for (std::uint64_t k = 0; k <= first + static_cast<std::uint64_t>(std::max(0, seeds)); ++k) {
-        const std::string id = "seed." + std::to_string(k);
+        const std::string id = RunId::seed(k).str();
         const auto [it, fresh] = first_run.emplace(order_hash(seed_order(collected, k, orders)), id);
         ++result.seeds;
         if (fresh) ++result.distinct;
@@ -37,7 +39,7 @@ DistinctOrders distinct_orders(const std::vector<CollectedTest>& collected, std:
     // The alone pass runs each test by itself: an order of the whole suite only when the suite is that test.
     if (collected.size() == 1)
         if (const auto it = first_run.find(order_hash({collected.front().id})); it != first_run.end())
-            result.repeats.emplace("first.1", it->second);
+            result.repeats.emplace(RunId::first(1).str(), it->second);
     return result;
 }
 

@@ -9,6 +9,7 @@
 #include <gsl/gsl>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/outcome.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
@@ -420,7 +421,7 @@ RunSummary OrderRun::finish() {
         return seen_.results.count(t) != 0 || interrupted.count(t) != 0;
     });
     summary_.results = seen_.results.size();
-    for (const auto& [test, result] : seen_.results) summary_.failed += outcome_class(result.outcome) == "fail";
+    for (const auto& [test, result] : seen_.results) summary_.failed += outcome_class(result.outcome) == OutcomeClass::fail;
     if (!summary_.complete && summary_.note.empty())
         summary_.note = "some planned tests have no result (" + describe_pytest(last_) + "); see " + at_.log.string();
     if (!lease_note_.empty()) summary_.note = lease_note_ + (summary_.note.empty() ? "" : "; " + summary_.note);

@@ -6,9 +6,9 @@
 
 #include <rapidjson/document.h>
 
+#include "inputs/outcome.hpp"
 #include "io/json_io.hpp"
 #include "runs/protocol.hpp"
-#include "verdicts/triage.hpp"
 
 namespace evgate {
 namespace {
@@ -33,7 +33,7 @@ std::pair<int, std::string> called_for(const RunRecords& records) {
     std::vector<std::string> failed;
     for (const auto& test : records.started) {
         const auto& result = records.results.at(test);
-        if (outcome_class(result.outcome) == "fail" &&
+        if (outcome_class(result.outcome) == OutcomeClass::fail &&
             std::find(failed.begin(), failed.end(), test) == failed.end())
             failed.push_back(test + " " + result.outcome);
     }

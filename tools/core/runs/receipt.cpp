@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/run_id.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/git_state.hpp"
@@ -84,15 +85,14 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
         receipt.orders.seeds = count("seeds");
         receipt.orders.distinct = count("distinct");
         // run id -> the seed run it repeats ("seed.3" -> "seed.1"): a shard parses the number.
-        const auto numbered = [](const std::string& id, const char* prefix) {
-            const std::string head(prefix);
-            return id.size() > head.size() && id.compare(0, head.size(), head) == 0 && id.size() - head.size() <= 9 &&
-                   id.find_first_not_of("0123456789", head.size()) == std::string::npos;
+        const auto numbered = [](const std::string& text, RunId::Kind kind) {
+            const auto id = RunId::parse(text);
+            return id && id->kind() == kind && id->is_plain() && id->number() <= 999999999;  // nine digits at most
         };
         if (const auto* repeats = member(*orders, "repeats"); repeats && repeats->IsObject()) {
             for (const auto& r : repeats->GetObject()) {
                 const std::string run = r.name.GetString(), earlier = r.value.IsString() ? r.value.GetString() : "";
-                if (!(numbered(run, "seed.") || numbered(run, "first.")) || !numbered(earlier, "seed."))
+                if (!(numbered(run, RunId::Kind::seed) || numbered(run, RunId::Kind::first)) || !numbered(earlier, RunId::Kind::seed))
                     throw InputError(source, 0, "'orders' holds a repeat that is not a run of a seed: " + quote(run) +
                                                     " -> " + quote(earlier));
                 receipt.orders.repeats.emplace(run, earlier);
@@ -306,6 +306,10 @@ std::vector<std::string> Receipt::run_receipts() const {
     for (const auto& k : kept) ids.push_back(k.id);
     ids.push_back(id);
     return ids;
+}
+
+bool Receipt::declares_writes() const {
+    return std::any_of(tests.begin(), tests.end(), [](const ReceiptTest& t) { return !t.writes.empty(); });
 }
 
 std::vector<CollectedTest> Receipt::collected() const {

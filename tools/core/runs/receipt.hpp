@@ -77,6 +77,8 @@ struct Receipt {
     std::vector<CollectedTest> collected() const;
     // The receipts whose runs are this invocation's evidence: the kept ones, then its own.
     std::vector<std::string> run_receipts() const;
+    // Whether a test declares the fixture groups it writes (FixtureStore::access_for).
+    bool declares_writes() const;
 };
 
 // What a caller adds to the receipt's collection (fork_server.hpp: the collected session left

@@ -6,11 +6,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
+
 namespace evgate {
 namespace {
 
 struct Seen {
-    std::map<std::string, std::vector<const LoadedRun*>> runs_by_class;  // pass/fail/skip -> runs
+    std::map<OutcomeClass, std::vector<const LoadedRun*>> runs_by_class;
 };
 
 std::unordered_map<std::string, Seen> observe(const std::vector<LoadedRun>& runs) {
@@ -18,8 +21,8 @@ std::unordered_map<std::string, Seen> observe(const std::vector<LoadedRun>& runs
     for (const auto& run : runs) {
         if (!run.problem.empty()) continue;
         for (const auto& [test, result] : run.records.results) {
-            const auto cls = std::string(outcome_class(result.outcome));
-            if (!cls.empty()) seen[test].runs_by_class[cls].push_back(&run);
+            const auto cls = outcome_class(result.outcome);
+            if (cls != OutcomeClass::none) seen[test].runs_by_class[cls].push_back(&run);
         }
     }
     return seen;
@@ -34,11 +37,11 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
     std::set<std::string> alone;
     for (const auto& [test, s] : seen) {
         if (limits.settled.count(test)) continue;
-        if (s.runs_by_class.size() == 1 && s.runs_by_class.count("fail")) {
+        if (s.runs_by_class.size() == 1 && s.runs_by_class.count(OutcomeClass::fail)) {
             alone.insert(test);
             continue;
         }
-        if (s.runs_by_class.size() < 2 || !s.runs_by_class.count("fail")) continue;  // never failed: nothing to tell
+        if (s.runs_by_class.size() < 2 || !s.runs_by_class.count(OutcomeClass::fail)) continue;  // never failed: nothing to tell
         for (const auto& [cls, runs] : s.runs_by_class) {
             for (std::size_t i = 0; i < runs.size() && i < limits.orders_per_outcome; ++i) {
                 const auto& tests = runs[i]->plan.tests;
@@ -55,7 +58,7 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
         if (it == prefix.end()) continue;
         for (int j = 1; j <= limits.reruns; ++j) {
             RunPlan plan;
-            plan.id = run.plan.id + ".rerun." + std::to_string(j);
+            plan.id = RunId::of(run.plan.id).rerun(static_cast<std::uint64_t>(j)).str();
             plan.order = run.plan.order;
             plan.seed = run.plan.seed;
             plan.tests.assign(run.plan.tests.begin(), run.plan.tests.begin() + static_cast<std::ptrdiff_t>(it->second));
@@ -68,8 +71,8 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
         for (const auto& test : seed_runs.front().plan.tests) {
             if (!alone.count(test) || n >= limits.alone) continue;
             RunPlan plan;
-            plan.id = "alone." + std::to_string(++n);
-            plan.order = "alone";
+            plan.id = RunId::alone(++n).str();
+            plan.order = std::string(kAloneOrder);
             plan.seed = 0;
             plan.tests = {test};
             plans.push_back(std::move(plan));
@@ -87,7 +90,7 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
     std::size_t alone_numbers = 0;
     for (const auto& run : runs) {
         kept[run.plan.id] = &run.plan;
-        if (run.plan.order == "alone" && run.plan.id.rfind("alone.", 0) == 0) {
+        if (const auto id = RunId::parse(run.plan.id); run.plan.order == kAloneOrder && id && id->is_alone()) {
             alone.insert(run.plan.tests);
             ++alone_numbers;
         }
@@ -95,17 +98,18 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
     std::set<std::string> taken;  // every id a kept run or a plan that stays as planned holds
     for (const auto& [id, plan] : kept) taken.insert(id);
     for (const auto& plan : plans)
-        if (plan.order != "alone" && !kept.count(plan.id)) taken.insert(plan.id);
+        if (plan.order != kAloneOrder && !kept.count(plan.id)) taken.insert(plan.id);
     std::vector<RunPlan> left;
     for (auto& plan : plans) {
-        if (plan.order == "alone") {
+        if (plan.order == kAloneOrder) {
             if (alone.count(plan.tests)) continue;
-            plan.id = "alone." + std::to_string(++alone_numbers);
+            plan.id = RunId::alone(++alone_numbers).str();
         } else if (const auto was = kept.find(plan.id); was != kept.end()) {
             if (was->second->tests.size() >= plan.tests.size()) continue;
-            int j = 1;
-            while (taken.count(plan.order + ".rerun." + std::to_string(j))) ++j;
-            plan.id = plan.order + ".rerun." + std::to_string(j);
+            std::uint64_t j = 1;
+            const auto order = RunId::of(plan.order);
+            while (taken.count(order.rerun(j).str())) ++j;
+            plan.id = order.rerun(j).str();
             taken.insert(plan.id);
         }
         left.push_back(std::move(plan));

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/run_id.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
@@ -105,7 +106,11 @@ std::vector<fs::path> run_plan_files(const fs::path& runs_dir) {
         if (is_plan_file(entry.path().filename().string())) plans.push_back(entry.path());
     std::sort(plans.begin(), plans.end(), [](const fs::path& a, const fs::path& b) {
         const auto x = run_id_of(a), y = run_id_of(b);
-        const bool x_seed = x.rfind("seed.", 0) == 0, y_seed = y.rfind("seed.", 0) == 0;
+        const auto seeds = [](const std::string& id) {
+            const auto run = RunId::parse(id);
+            return run && run->is_seed();
+        };
+        const bool x_seed = seeds(x), y_seed = seeds(y);
         return x_seed != y_seed ? x_seed : natural_less(x, y);
     });
     return plans;

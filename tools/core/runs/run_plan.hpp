@@ -12,8 +12,8 @@
 
 #include "fixtures/shared_tree.hpp"
 #include "inputs/suite_config.hpp"
+#include "runs/column.hpp"
 #include "runs/run_records.hpp"
-#include "verdicts/triage.hpp"
 
 namespace evgate {
 

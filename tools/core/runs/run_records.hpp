@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/outcome.hpp"
+
 namespace evgate {
 
 struct SessionInfo {
@@ -24,14 +26,6 @@ struct SessionInfo {
     std::vector<std::string> unlisted;  // collected but not in the order we asked for
     std::vector<std::string> absent;    // asked for but not collected
     std::string lease;                  // how the plugin watched the groups: "inotify", "scan", "" (none)
-};
-
-struct TestResult {
-    std::string outcome;  // passed failed error skipped xfailed xpassed
-    std::vector<std::string> dirty;    // groups it changed without declaring them
-    std::string message;
-    std::vector<std::string> changed;  // every group it changed, declared or not
-    double seconds = -1;               // setup, call and teardown, as pytest measured them; -1: not said
 };
 
 // Something a run's records say that makes the run no evidence of what it ran, as a suite

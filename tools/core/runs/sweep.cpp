@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "inputs/run_id.hpp"
+
 namespace evgate {
 
 RunPlan sweep_plan(int number, const std::vector<std::string>& partners, const std::vector<std::string>& collection) {
     RunPlan plan;
-    plan.id = plan.order = "sweep." + std::to_string(number);
+    plan.id = plan.order = RunId::sweep(static_cast<std::uint64_t>(number)).str();
     plan.listed = true;
     plan.tests = partners;
     const std::unordered_set<std::string> first(partners.begin(), partners.end());
@@ -26,7 +28,7 @@ std::vector<RunPlan> sweep_reruns(const RunPlan& sweep, const std::vector<std::s
     if (through == 0) return plans;
     for (int j = 1; j <= reruns; ++j) {
         RunPlan plan = sweep;
-        plan.id = sweep.id + ".rerun." + std::to_string(j);
+        plan.id = RunId::of(sweep.id).rerun(static_cast<std::uint64_t>(j)).str();
         plan.tests.resize(through);
         plans.push_back(std::move(plan));
     }

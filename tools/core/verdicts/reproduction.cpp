@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "io/json_io.hpp"
 
 namespace evgate {
@@ -9,7 +11,7 @@ namespace {
 
 const Attempt* first_with(const std::vector<Attempt>& attempts, std::string_view cls, Column column = Column::local) {
     for (const auto& a : attempts)
-        if (a.column == column && (outcome_class(a.outcome) == cls || a.outcome == cls)) return &a;
+        if (a.column == column && (to_string(outcome_class(a.outcome)) == cls || a.outcome == cls)) return &a;
     return nullptr;
 }
 
@@ -24,7 +26,7 @@ const LoadedRun* run_named(const GateInput& input, const std::string& id) {
 ReplayRequest order_through(const Attempt& a, const std::string& test, const GateInput& input) {
     ReplayRequest request;
     const auto* run = run_named(input, a.run);
-    if (run == nullptr || a.order == "alone") {
+    if (run == nullptr || a.order == kAloneOrder) {
         request.tests = {test};
         return request;
     }
@@ -50,7 +52,8 @@ std::optional<ReplayRequest> order_with(std::string_view outcome, const std::str
 // The partner's order the localisation found, else the order it failed in.
 std::optional<ReplayRequest> partner_order(const std::string& test, std::optional<std::uint32_t> number, const GateInput& input) {
     auto c = input.culprits.find(test);
-    if (c == input.culprits.end() || c->second.found.reproduce_order.empty()) return order_with("fail", test, number, input);
+    if (c == input.culprits.end() || c->second.found.reproduce_order.empty())
+        return order_with(to_string(OutcomeClass::fail), test, number, input);
     ReplayRequest request;
     request.tests = c->second.found.reproduce_order;
     request.seed = c->second.seed;
@@ -60,7 +63,7 @@ std::optional<ReplayRequest> partner_order(const std::string& test, std::optiona
 // Variables whose value differs on the column that failed, where the manifest records them.
 std::vector<std::string> differing_environment(const std::vector<Attempt>& attempts, const GateInput& input) {
     for (const auto& a : attempts) {
-        if (a.column == Column::local || outcome_class(a.outcome) != "fail") continue;
+        if (a.column == Column::local || outcome_class(a.outcome) != OutcomeClass::fail) continue;
         if (const auto* run = run_named(input, a.run); run && a.column == Column::perturbed) return run->plan.environment;
         std::vector<std::string> env;
         auto drift = input.drift.find(column_name(a));
@@ -97,11 +100,11 @@ std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& te
         }
         case Reproduce::partner_or_failing_order: return partner_order(test, number, input);
         case Reproduce::failing_order_five_times: {
-            auto request = order_with("fail", test, number, input);
+            auto request = order_with(to_string(OutcomeClass::fail), test, number, input);
             if (request) request->repeat = 5;  // one failure in a few runs showed it; five give it room to show again
             return request;
         }
-        case Reproduce::order_it_died_in: return order_with("interrupted", test, number, input);
+        case Reproduce::order_it_died_in: return order_with(to_string(Outcome::interrupted), test, number, input);
     }
     return std::nullopt;
 }

@@ -115,8 +115,8 @@ void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome
     }
     cell.outcome = last_outcome_.second;
     // A reason quotes the message of a failure, a skip or a call that never ran; nothing reads any other.
-    const bool quoted = !message.empty() && (outcome_class(outcome) == "fail" || outcome_class(outcome) == "skip" ||
-                                             outcome == kUncalled);
+    const bool quoted = !message.empty() && (outcome_class(outcome) == OutcomeClass::fail ||
+                                             outcome_class(outcome) == OutcomeClass::skip || is(outcome, Outcome::uncalled));
     if (!dirty.empty() || quoted) {
         run.extras[id] = Extra{std::move(dirty), quoted ? std::string(message) : std::string()};
         cell.extra = true;
@@ -315,8 +315,7 @@ void RunMatrix::visit(std::optional<std::uint32_t> test, Each each) const {
         if (c == nullptr || c->planned == 0 || !runs_[r].problem.empty()) continue;
         if (runs_[r].plan.column == Column::runner && c->outcome == 0) continue;  // a runner without a result says nothing
         const std::string_view outcome = c->outcome != 0 ? outcomes_.name(c->outcome - 1)
-                                         : c->interrupted ? "interrupted"
-                                                          : "missing";
+                                         : to_string(c->interrupted ? Outcome::interrupted : Outcome::missing);
         for (std::uint32_t k = 0; k < c->planned; ++k) each(r, *c, outcome);
     }
 }

@@ -7,6 +7,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "io/natural_order.hpp"
 #include "verdicts/counts.hpp"
 
@@ -335,13 +337,13 @@ struct SkippedEverywhere {
 
 std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const GateInput& input) {
     // Only a row with a skip among its outcomes can be one: the attempts of the rest are not looked up.
-    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return o.second == "skipped"; }))
+    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return is(o.second, Outcome::skipped); }))
         return std::nullopt;
     SkippedEverywhere skipped;
     bool any = false;
     for (const auto& a : input.runs.attempts(row.test)) {
         if (a.column == Column::runner) continue;
-        if (outcome_class(a.outcome) != "skip") return std::nullopt;
+        if (outcome_class(a.outcome) != OutcomeClass::skip) return std::nullopt;
         if (!any) skipped.reason = a.message;
         any = true;
         if (!skipped.points_at_sandbox && names_sandboxed_place(a.message, input)) {
@@ -365,7 +367,7 @@ LedgerRow orders_row(const Receipt& receipt, const std::vector<std::string>& run
     std::string said;
     for (auto& [earlier, runs] : by_earlier) {
         std::sort(runs.begin(), runs.end(), natural_less);
-        if (const auto alone = std::find(runs.begin(), runs.end(), "first.1"); alone != runs.end()) {
+        if (const auto alone = std::find(runs.begin(), runs.end(), RunId::first(1).str()); alone != runs.end()) {
             runs.erase(alone);
             runs.push_back("the alone pass");
         }
@@ -454,10 +456,12 @@ std::optional<LedgerRow> reuse_row(const GateInput& input) {
 // tests it has not reached run alone in a later one on the same tree.
 std::optional<LedgerRow> alone_row(const GateInput& input) {
     std::set<std::string> alone;
-    for (const auto& run : input.runs.runs())
-        if (run.plan.column == Column::local && run.plan.order == "alone" && run.plan.id.rfind("first.", 0) == 0 &&
-            run.plan.id.find('.', 6) == std::string::npos && run.plan.tests.size() == 1)
+    for (const auto& run : input.runs.runs()) {
+        const auto id = RunId::parse(run.plan.id);
+        if (run.plan.column == Column::local && run.plan.order == kAloneOrder && id && id->is_first() && id->is_plain() &&
+            run.plan.tests.size() == 1)
             alone.insert(run.plan.tests.front());
+    }
     const auto tests = input.receipt.tests.size();
     if (alone.empty() || alone.size() >= tests) return std::nullopt;
     return suite_row("alone-pass", Verdict::stable,

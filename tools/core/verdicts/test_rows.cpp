@@ -66,7 +66,7 @@ std::string drift_notes(const std::set<std::string>& columns, const GateInput& i
 // for every row, the runners that have no result for the test.
 std::string machine_notes(Verdict verdict, const std::vector<Attempt>& attempts, const GateInput& input) {
     const auto elsewhere = info(verdict).elsewhere;
-    const char* tells = elsewhere == Elsewhere::pass ? "pass" : "fail";
+    const auto tells = elsewhere == Elsewhere::pass ? OutcomeClass::pass : OutcomeClass::fail;
     std::set<std::string> seen, telling;  // columns with a result; those whose result makes the row
     for (const auto& a : attempts) {
         if (a.column == Column::local) continue;
@@ -122,7 +122,8 @@ struct Judgement {
 std::size_t distinct_seed_orders(const std::vector<Attempt>& attempts) {
     std::set<std::string_view> orders;
     for (const auto& a : attempts)
-        if (a.column == Column::local && a.order.rfind("seed.", 0) == 0) orders.insert(a.order);
+        if (const auto order = RunId::parse(a.order); a.column == Column::local && order && order->is_seed())
+            orders.insert(a.order);
     return orders.size();
 }
 

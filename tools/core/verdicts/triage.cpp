@@ -18,16 +18,16 @@ Observations observe(const std::vector<Attempt>& attempts) {
             o.dirty.insert(a.dirty.begin(), a.dirty.end());
             o.dirtied_in.push_back(a.run);
         }
-        if (a.outcome == "interrupted") o.interrupted.push_back(a.run);
-        if (a.outcome == "missing") o.missing.push_back(a.run);
-        if (a.outcome == kUncalled) {
+        if (is(a.outcome, Outcome::interrupted)) o.interrupted.push_back(a.run);
+        if (is(a.outcome, Outcome::missing)) o.missing.push_back(a.run);
+        if (is(a.outcome, Outcome::uncalled)) {
             o.uncalled.push_back(a.run);
             note_message(o.uncalled_message, a);
         }
-        const auto cls = std::string(outcome_class(a.outcome));
-        if (cls == "fail") note_message(o.fail_message, a);
-        if (cls == "skip") note_message(o.skip_message, a);
-        if (cls.empty()) continue;
+        const auto cls = outcome_class(a.outcome);
+        if (cls == OutcomeClass::fail) note_message(o.fail_message, a);
+        if (cls == OutcomeClass::skip) note_message(o.skip_message, a);
+        if (cls == OutcomeClass::none) continue;
         if (a.beside) o.beside_by_class[cls].push_back(a.run);
         else o.seen_not_beside.insert(cls);
         if (a.column != Column::local) {
@@ -37,12 +37,12 @@ Observations observe(const std::vector<Attempt>& attempts) {
         }
         o.classes_by_order[a.order].insert(cls);
         o.runs_by_class[cls].push_back(a.run);
-        if (a.order == "alone") o.alone_tried = true;
+        if (a.order == kAloneOrder) o.alone_tried = true;
     }
     return o;
 }
 
-bool differ(const std::set<std::string>& classes) { return classes.size() > 1 && classes.count("fail") != 0; }
+bool differ(const std::set<OutcomeClass>& classes) { return classes.size() > 1 && classes.count(OutcomeClass::fail) != 0; }
 
 // One name per dirty group; every source-tree file as "(source tree)".
 std::vector<std::string> dirty_names(const std::set<std::string>& dirty) {
@@ -72,12 +72,12 @@ std::string some_of(const std::vector<std::string>& items) {
     return listed({items.begin(), items.begin() + shown}) + " and " + std::to_string(items.size() - shown) + " more";
 }
 
-std::size_t Observations::count(const std::string& cls) const {
+std::size_t Observations::count(OutcomeClass cls) const {
     const auto it = runs_by_class.find(cls);
     return it == runs_by_class.end() ? 0 : it->second.size();
 }
 
-std::string Observations::runs(const std::string& cls) const { return some_of(runs_by_class.at(cls)); }
+std::string Observations::runs(OutcomeClass cls) const { return some_of(runs_by_class.at(cls)); }
 
 const std::string* Observations::flaky_order() const {
     for (const auto& [order, classes] : classes_by_order)
@@ -86,56 +86,30 @@ const std::string* Observations::flaky_order() const {
 }
 
 bool Observations::outcomes_differ() const {
-    std::set<std::string> classes;
+    std::set<OutcomeClass> classes;
     for (const auto& [cls, runs] : runs_by_class) classes.insert(cls);
     return differ(classes);
 }
 
-bool Observations::passes_locally() const { return count("pass") && !count("fail"); }
+bool Observations::passes_locally() const { return count(OutcomeClass::pass) && !count(OutcomeClass::fail); }
 
 std::string Observations::failed_only_beside() const {
-    const auto beside = beside_by_class.find("fail");
-    if (beside == beside_by_class.end() || seen_not_beside.count("fail")) return "";
+    const auto beside = beside_by_class.find(OutcomeClass::fail);
+    if (beside == beside_by_class.end() || seen_not_beside.count(OutcomeClass::fail)) return "";
     return "; it failed only in runs that went beside other runs (" + some_of(beside->second) +
            ") and passed when they were done again alone: it may collide with another copy of itself (a fixed path "
            "outside ROOT, a port, a server) or be nondeterministic, and neither is a pass";
 }
 
-bool Observations::fails_locally() const { return runs_by_class.size() == 1 && count("fail"); }
-
-std::string_view to_string(Column column) {
-    switch (column) {
-        case Column::local: return "local";
-        case Column::runner: return "runner";
-        case Column::perturbed: return "perturbed";
-    }
-    return "local";
-}
-
-bool parse_column(std::string_view text, Column& column) {
-    for (auto c : {Column::local, Column::runner, Column::perturbed}) {
-        if (to_string(c) == text) {
-            column = c;
-            return true;
-        }
-    }
-    return false;
-}
-
-std::string_view outcome_class(std::string_view outcome) {
-    if (outcome == "passed" || outcome == "xfailed" || outcome == "xpassed") return "pass";
-    if (outcome == "failed" || outcome == "error") return "fail";
-    if (outcome == "skipped") return "skip";
-    return "";
-}
+bool Observations::fails_locally() const { return runs_by_class.size() == 1 && count(OutcomeClass::fail); }
 
 namespace {
 
 // ------------------------------------------------------------------ forks weighed against fresh processes
 
-bool local_result(const Attempt& a, std::string_view cls = {}) {
+bool local_result(const Attempt& a, OutcomeClass cls = OutcomeClass::none) {
     const auto c = outcome_class(a.outcome);
-    return a.column == Column::local && !c.empty() && (cls.empty() || c == cls);
+    return a.column == Column::local && c != OutcomeClass::none && (cls == OutcomeClass::none || c == cls);
 }
 
 // The attempts that were not forks, and why, when forks' failures are set aside (fork_doubt);
@@ -147,7 +121,7 @@ std::optional<std::pair<std::vector<Attempt>, std::string>> without_forks(const 
     std::vector<Attempt> kept;
     for (const auto& a : attempts) {
         if (!a.fork) kept.push_back(a);
-        else if (local_result(a, "fail")) failed_in.push_back(a.run);
+        else if (local_result(a, OutcomeClass::fail)) failed_in.push_back(a.run);
     }
     const auto where = doubt->order.empty() ? std::string("of its orders") : "of the same order";
     return std::pair{std::move(kept),
@@ -161,18 +135,17 @@ std::optional<std::pair<std::vector<Attempt>, std::string>> without_forks(const 
 // The attempts of runs that were not beside others, and why, when every failure was seen beside
 // another run and the redos alone passed often enough; else nullopt.
 std::optional<std::pair<std::vector<Attempt>, std::string>> without_beside(const std::vector<Attempt>& attempts) {
-    constexpr std::string_view kApart = ".apart";
     std::vector<std::string> failed_in, passed_apart;
     std::size_t beside = 0;
     for (const auto& a : attempts) {
         if (!local_result(a)) continue;
-        const bool failed = outcome_class(a.outcome) == "fail";
+        const bool failed = outcome_class(a.outcome) == OutcomeClass::fail;
         if (a.beside) {
             ++beside;
             if (failed) failed_in.push_back(a.run);
         } else if (failed) {
             return std::nullopt;  // failed with nothing beside it too
-        } else if (a.run.size() > kApart.size() && a.run.compare(a.run.size() - kApart.size(), kApart.size(), kApart) == 0) {
+        } else if (const auto id = RunId::parse(a.run); id && id->is_apart()) {
             passed_apart.push_back(a.run);
         }
     }
@@ -259,7 +232,7 @@ std::optional<ForkDoubt> fork_doubt(const std::vector<Attempt>& attempts) {
     Counts all;
     for (const auto& a : attempts) {
         if (!local_result(a)) continue;
-        const bool failed = outcome_class(a.outcome) == "fail";
+        const bool failed = outcome_class(a.outcome) == OutcomeClass::fail;
         if (failed && !a.fork) return std::nullopt;  // a process failed it too (a fresh one among them)
         for (auto* counts : {&by_order[a.order], &all}) {
             if (a.fork) {

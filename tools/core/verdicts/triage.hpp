@@ -11,13 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
+#include "runs/column.hpp"
 #include "verdicts/verdict_table.hpp"
 
 namespace evgate {
-
-enum class Column { local, runner, perturbed };
-std::string_view to_string(Column column);
-bool parse_column(std::string_view text, Column& column);
 
 struct Attempt {
     std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
@@ -79,39 +78,29 @@ struct ForkDoubt {
 };
 std::optional<ForkDoubt> fork_doubt(const std::vector<Attempt>& attempts);
 
-// The order of the alone pass and of the runs that replay one test by itself.
-constexpr std::string_view kAloneOrder = "alone";
-
-// pass / fail / skip: what an outcome says about the test, or "" for no result.
-std::string_view outcome_class(std::string_view outcome);
-
-// The outcome of a test whose call phase never ran though it was neither skipped nor failed in
-// setup (a plugin's or conftest's pytest_runtest_protocol left it out): no result, never a pass.
-constexpr std::string_view kUncalled = "uncalled";
-
 // How the plugin names a file it saw a test change in the source tree, outside the groups.
 constexpr std::string_view kSourceTreePrefix = "(source tree):";
 
-// What one test's attempts show, as the verdicts' rules read it. Outcome classes as
-// outcome_class() gives them.
+// What one test's attempts show, as the verdicts' rules read it: outcome classes as
+// outcome_class() gives them, never none.
 struct Observations {
     using Runs = std::vector<std::string>;
 
-    std::map<std::string, std::set<std::string>> classes_by_order;  // local attempts with a result
-    std::map<std::string, Runs> runs_by_class;                       // local
-    std::map<std::string, Runs> remote_runs_by_class;                // runners and perturbed
-    std::map<std::string, Runs> runner_runs_by_class;                // runners only
+    std::map<std::string, std::set<OutcomeClass>> classes_by_order;  // local attempts with a result
+    std::map<OutcomeClass, Runs> runs_by_class;                       // local
+    std::map<OutcomeClass, Runs> remote_runs_by_class;                // runners and perturbed
+    std::map<OutcomeClass, Runs> runner_runs_by_class;                // runners only
     Runs interrupted, missing;
     Runs uncalled;                 // runs whose records say its call phase never ran
     std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
     Runs dirtied_in;
     bool alone_tried = false;
-    std::map<std::string, Runs> beside_by_class;  // runs that went beside others and were done again alone
-    std::set<std::string> seen_not_beside;        // classes seen in a run that was not
+    std::map<OutcomeClass, Runs> beside_by_class;  // runs that went beside others and were done again alone
+    std::set<OutcomeClass> seen_not_beside;        // classes seen in a run that was not
     std::string fail_message, skip_message, uncalled_message;  // ": <message>" of the first such attempt with one, else ""
 
-    std::size_t count(const std::string& cls) const;  // local runs with a result of this class
-    std::string runs(const std::string& cls) const;   // some of them, for a reason
+    std::size_t count(OutcomeClass cls) const;  // local runs with a result of this class
+    std::string runs(OutcomeClass cls) const;   // some of them, for a reason
     // An order whose local runs differ (one of them failed), if any: flaky.
     const std::string* flaky_order() const;
     // Local runs differ, one of them failed: a skip in some orders is the test's own business.

@@ -19,7 +19,7 @@ using Reason = std::optional<std::string>;
 
 // The runs with a result of class `cls`, here and on the other columns (perturbed, runners):
 // what the row's outcomes list, so that a reason's count is theirs (counts.hpp spells it).
-std::vector<std::string> everywhere(const Observations& o, const std::string& cls) {
+std::vector<std::string> everywhere(const Observations& o, OutcomeClass cls) {
     std::vector<std::string> runs;
     for (const auto* by_class : {&o.runs_by_class, &o.remote_runs_by_class})
         if (const auto it = by_class->find(cls); it != by_class->end()) runs.insert(runs.end(), it->second.begin(), it->second.end());
@@ -35,13 +35,13 @@ std::size_t with_a_result(const Observations& o) {
 
 Reason stable(const Observations& o) {
     if (!o.passes_locally()) return std::nullopt;
-    if (const auto skipped = everywhere(o, "skip"); !skipped.empty())
-        return "passes in " + o.runs("pass") + " and is skipped in " + some_of(skipped) + ": it never fails";
+    if (const auto skipped = everywhere(o, OutcomeClass::skip); !skipped.empty())
+        return "passes in " + o.runs(OutcomeClass::pass) + " and is skipped in " + some_of(skipped) + ": it never fails";
     return "passes in every run (" + counted(with_a_result(o), "run") + ")";
 }
 
 Reason skipped(const Observations& o) {
-    if (o.runs_by_class.size() != 1 || !o.count("skip")) return std::nullopt;
+    if (o.runs_by_class.size() != 1 || !o.count(OutcomeClass::skip)) return std::nullopt;
     return "skipped in every run" + o.skip_message;
 }
 
@@ -49,13 +49,15 @@ Reason flaky(const Observations& o) {
     const auto* order = o.flaky_order();
     if (order == nullptr) return std::nullopt;
     return "outcome differs between runs of the same order (" + *order + "): passes in " +
-           (o.count("pass") ? o.runs("pass") : "none") + ", fails in " + (o.count("fail") ? o.runs("fail") : "none") +
+           (o.count(OutcomeClass::pass) ? o.runs(OutcomeClass::pass) : "none") + ", fails in " +
+           (o.count(OutcomeClass::fail) ? o.runs(OutcomeClass::fail) : "none") +
            o.failed_only_beside() + o.fail_message;
 }
 
 Reason order_dependent(const Observations& o) {
     if (o.flaky_order() != nullptr || !o.outcomes_differ()) return std::nullopt;
-    constexpr std::pair<const char*, const char*> kVerbs[] = {{"pass", "passes"}, {"fail", "fails"}, {"skip", "is skipped"}};
+    constexpr std::pair<OutcomeClass, const char*> kVerbs[] = {
+        {OutcomeClass::pass, "passes"}, {OutcomeClass::fail, "fails"}, {OutcomeClass::skip, "is skipped"}};
     std::string reason = "the outcome follows the order:";
     for (const auto& [cls, verb] : kVerbs)
         if (o.count(cls)) reason += std::string(" ") + verb + " in " + o.runs(cls) + ";";
@@ -80,20 +82,20 @@ Reason polluter(const Observations& o) {
 Reason failing(const Observations& o) {
     if (!o.fails_locally()) return std::nullopt;
     const auto alone = o.alone_tried ? ", alone too" : ", not tried alone";
-    const auto total = with_a_result(o), failed = everywhere(o, "fail").size();
+    const auto total = with_a_result(o), failed = everywhere(o, OutcomeClass::fail).size();
     if (failed == total) return "fails in every run (" + counted(total, "run") + alone + ")" + o.fail_message;
-    return "fails in every local run (" + std::to_string(o.count("fail")) + " of " + counted(total, "run") + alone +
+    return "fails in every local run (" + std::to_string(o.count(OutcomeClass::fail)) + " of " + counted(total, "run") + alone +
            "; not on every other column)" + o.fail_message;
 }
 
 Reason portability_gap(const Observations& o) {
-    const auto failed = o.remote_runs_by_class.find("fail");
+    const auto failed = o.remote_runs_by_class.find(OutcomeClass::fail);
     if (!o.passes_locally() || failed == o.remote_runs_by_class.end()) return std::nullopt;
     return "passes in every local run but fails in " + some_of(failed->second) + o.failed_only_beside() + o.fail_message;
 }
 
 Reason runner_only_pass(const Observations& o) {
-    const auto passed = o.runner_runs_by_class.find("pass");
+    const auto passed = o.runner_runs_by_class.find(OutcomeClass::pass);
     if (!o.fails_locally() || passed == o.runner_runs_by_class.end()) return std::nullopt;
     return "fails in every local run but passes in " + some_of(passed->second) + ": an inverted signal";
 }
@@ -199,7 +201,7 @@ void verdict_json(JsonOut& w, const VerdictInfo& v) {
     text(w, "ctest", v.status == CaseStatus::skipped ? "skipped" : "gate");
     w.Key("elsewhere");
     if (v.elsewhere == Elsewhere::nothing) w.Null();
-    else w.String(v.elsewhere == Elsewhere::failure ? "fail" : "pass");
+    else w.String(std::string(to_string(v.elsewhere == Elsewhere::failure ? OutcomeClass::fail : OutcomeClass::pass)));
     text(w, "colour", to_string(v.colour));
     text(w, "symbol", std::string_view(&v.symbol, 1));
     text(w, "meaning", v.meaning);

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/outcome.hpp"
+#include "inputs/run_id.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
@@ -222,10 +224,10 @@ int cmd_run(Invocation& in) {
     RunPlan plan;
     // Step k runs the k-th seed after those an earlier ctest's kept runs ran (evidence_reuse.hpp).
     plan.seed = receipt.orders.first + in.get<std::uint64_t>("seed");
-    plan.id = plan.order = "seed." + std::to_string(plan.seed);
+    plan.id = plan.order = RunId::seed(plan.seed).str();
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
     if (repeats_an_order(suite, receipt, plan.id)) return 77;
-    plan.access = store.access_for(receipt);
+    plan.access = store.access_for(receipt.declares_writes());
     if (auto status = shard_step(suite, receipt, plan)) return *status;
     return run_and_report(suite, receipt, store, plan);
 }
@@ -240,9 +242,9 @@ bool kept_run(const SuiteConfig& suite, const Receipt& receipt, const std::strin
 int cmd_perturbed(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
-    if (kept_run(suite, receipt, "perturbed")) return 0;
+    if (kept_run(suite, receipt, RunId::perturbed().str())) return 0;
     RunPlan plan;
-    plan.id = plan.order = "perturbed";
+    plan.id = plan.order = RunId::perturbed().str();
     plan.column = Column::perturbed;
     plan.tests = shuffled_order(receipt.collected(), 0);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
@@ -252,7 +254,7 @@ int cmd_perturbed(Invocation& in) {
     write_env_manifest(suite, suite.perturbed_manifest_file(), perturbation.environment, perturbation.cpus);
     plan.environment = perturbation.environment;
     plan.cpus = perturbation.cpus;
-    plan.access = store.access_for(receipt);
+    plan.access = store.access_for(receipt.declares_writes());
     std::cout << "evgate: " << suite.name << ": perturbed: ";
     for (std::size_t i = 0; i < perturbation.changes.size(); ++i) std::cout << (i ? ", " : "") << perturbation.changes[i];
     std::cout << '\n';
@@ -331,7 +333,7 @@ int redo_if_overlapped(const SuiteConfig& suite, const Receipt& receipt, Fixture
 // `quiet`: a line for a run only when it did not go as planned (the alone pass: a run a test).
 int run_all(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<RunPlan> plans,
             bool quiet = false) {
-    const auto access = store.access_for(receipt);
+    const auto access = store.access_for(receipt.declares_writes());
     const auto workers = access == TreeAccess::shared ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
     std::atomic<std::size_t> next{0};
     std::atomic<int> status{0};
@@ -380,7 +382,7 @@ std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& r
         const auto explained = [&, &test = test](const LoadedRun& run) {
             const auto result = run.records.results.find(test);
             if (run.records.receipt != receipt.id || result == run.records.results.end() ||
-                outcome_class(result->second.outcome) != "fail")
+                outcome_class(result->second.outcome) != OutcomeClass::fail)
                 return true;
             const auto& order = run.plan.tests;
             const auto at = std::find(order.begin(), order.end(), test);
@@ -393,12 +395,13 @@ std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& r
     return settled;
 }
 
-bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != "alone"; }
+bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != kAloneOrder; }
 
 // A run of the alone pass: one test, first after the collection (cmd_alone).
 bool is_first(const RunPlan& plan) {
-    return plan.column == Column::local && plan.id.rfind("first.", 0) == 0 && plan.id.find(".rerun.") == std::string::npos &&
-           plan.confirms.empty() && !plan.fresh;
+    const auto id = RunId::parse(plan.id);
+    return plan.column == Column::local && id && id->is_first() && !id->has(RunId::Step::rerun) && plan.confirms.empty() &&
+           !plan.fresh;
 }
 
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
@@ -491,7 +494,7 @@ namespace {
 std::optional<double> seed_run_seconds(const SuiteConfig& suite, const Receipt& receipt) {
     std::optional<double> longest;
     for (std::uint64_t k = 0; k < receipt.orders.seeds; ++k) {
-        const auto id = "seed." + std::to_string(k);
+        const auto id = RunId::seed(k).str();
         std::error_code ec1, ec2;
         const auto started = fs::last_write_time(plan_file(suite, id), ec1);
         const auto ended = fs::last_write_time(records_file(suite, id), ec2);
@@ -520,7 +523,7 @@ std::size_t count_failed_alone(const SuiteConfig& suite, const std::vector<RunPl
         try {
             const auto records = read_run_records(records_file(suite, plan));
             const auto result = records.results.find(plan.tests.front());
-            failed += result == records.results.end() || outcome_class(result->second.outcome) == "fail";
+            failed += result == records.results.end() || outcome_class(result->second.outcome) == OutcomeClass::fail;
         } catch (const InputError&) {  // records a test damaged: the gate's row says so; here it is no result
             ++failed;
         }
@@ -558,8 +561,8 @@ int cmd_alone(Invocation& in) {
     const auto collected = receipt.collected();
     for (std::size_t n = 1; n <= collected.size(); ++n) {
         RunPlan plan;
-        plan.id = "first." + std::to_string(n);
-        plan.order = "alone";
+        plan.id = RunId::first(n).str();
+        plan.order = std::string(kAloneOrder);
         plan.tests = {collected[n - 1].id};
         if (repeats_an_order(suite, receipt, plan.id)) continue;
         if (merging) {  // a merge job takes each from the shard that ran it
@@ -573,7 +576,7 @@ int cmd_alone(Invocation& in) {
         }
         plans.push_back(std::move(plan));
     }
-    if (collected.size() == 1 && repeat_left_out(receipt, "first.1")) return 77;  // the pass is seed.0's order
+    if (collected.size() == 1 && repeat_left_out(receipt, RunId::first(1).str())) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;

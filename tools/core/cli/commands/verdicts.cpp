@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/run_id.hpp"
 #include "verdicts/ctest_entries.hpp"
 #include "runs/culprit_runs.hpp"
 #include "runs/ctest_selection.hpp"
@@ -76,7 +77,7 @@ void add_machine_columns(const SuiteConfig& suite, GateInput& input) {
     input.left_out = std::move(bundles.left_out);
     input.unmapped = std::move(bundles.unmapped);
     if (fs::exists(suite.perturbed_manifest_file()) && fs::exists(suite.manifest_file()))
-        input.drift["perturbed"] = diff_manifests(read_manifest(suite.manifest_file()), read_manifest(suite.perturbed_manifest_file()));
+        input.drift[RunId::perturbed().str()] = diff_manifests(read_manifest(suite.manifest_file()), read_manifest(suite.perturbed_manifest_file()));
 }
 
 // The per-test entries were registered for another collection than the receipt's (one the
@@ -139,12 +140,12 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
         });
     };
     for (std::uint64_t k = 0; k < input.receipt.orders.seeds; ++k) {  // the kept invocations' seeds too
-        const std::string id = "seed." + std::to_string(k);
+        const std::string id = RunId::seed(k).str();
         // A seed whose order an earlier one runs here is not run (distinct_orders.hpp): no result is due.
         if (expected(id, static_cast<std::uint64_t>(k)) && !repeat_left_out(input.receipt, id))
             input.expected_runs.push_back(id);
     }
-    if (suite.perturb && expected("perturbed", 0)) input.expected_runs.push_back("perturbed");
+    if (suite.perturb && expected(RunId::perturbed().str(), 0)) input.expected_runs.push_back(RunId::perturbed().str());
     for (const auto& [run, earlier] : input.receipt.orders.repeats)
         if (!repeat_left_out(input.receipt, run)) input.repeats_run_here.push_back(run);
     input.shard_problems = shard_problems(suite, input.receipt);
