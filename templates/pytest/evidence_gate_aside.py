@@ -41,7 +41,7 @@ import pytest
 REORDERERS = {"randomly": "pytest-randomly", "random_order": "pytest-random-order"}
 
 FLAG = {"action": "store_true"}
-VALUE = {}
+VALUE: dict = {}
 
 # The plugins evgate turns off in every run: the blocked plugin's name, who it is to a reader,
 # why it is off, and the options it would have defined (flags, its dest, how they parse).

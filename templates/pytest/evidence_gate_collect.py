@@ -88,7 +88,7 @@ def hook_caller(config):
     conftest, 'thinplug (pytest_collection_modifyitems)' for a plugin module, "pytest's -k/-m"
     (or "pytest's --deselect") for pytest's own options; None when nothing outside the hook
     machinery did."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
         if module == "_pytest" or module.startswith("_pytest."):
@@ -148,7 +148,7 @@ def describe(item):
 def loaded_conftests(config):
     """The conftest files pytest loaded, absolute (run mode's session record says them too)."""
     return sorted({
-        os.path.abspath(plugin.__file__)
+        os.path.abspath(str(plugin.__file__))
         for plugin in config.pluginmanager.get_plugins()
         if isinstance(plugin, types.ModuleType)
         and os.path.basename(getattr(plugin, "__file__", None) or "") == "conftest.py"
@@ -206,8 +206,8 @@ def _installed_dirs(rootdir):
         path = sysconfig.get_paths().get(key)
         if path:
             dirs.add(os.path.abspath(path))
-    for path in list(getattr(site, "getsitepackages", list)()) + [site.getusersitepackages()]:
-        dirs.add(os.path.abspath(path))
+    for site_dir in list(getattr(site, "getsitepackages", list)()) + [site.getusersitepackages()]:
+        dirs.add(os.path.abspath(site_dir))
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
         prefix = os.path.abspath(prefix)
         if not _inside(rootdir, prefix):

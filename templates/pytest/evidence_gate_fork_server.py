@@ -256,6 +256,7 @@ class Server:
         """(why the run is refused, None), or (None, what the worker needs)."""
         if self.receipt is None:
             return "the session is not bound to a receipt yet", None
+        assert self.launch is not None  # bound with the receipt
         if message.get("receipt") != self.receipt:
             return f"the session serves receipt {self.receipt}, not {message.get('receipt')}", None
         changed = stale(self.stamps)
@@ -445,7 +446,7 @@ def kill_orphans(live):
 
 
 def child_processes():
-    children = set()
+    children: set = set()
     for task in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{task}/children", encoding="ascii") as f:

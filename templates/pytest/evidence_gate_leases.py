@@ -113,6 +113,7 @@ class Leases:
 
     def catch_up(self, racy_after):
         """Look at what the events since the previous check name; False if there were none."""
+        assert self.watches is not None
         events = self.watches.read()
         if not events:
             return False
@@ -247,7 +248,8 @@ class Lease:
     def catch_up(self, watches, racy_after):
         stale, self.stale = self.stale, set()
         stale_files, self.stale_files = self.stale_files, set()
-        walked, looked = [], set()
+        walked: list = []
+        looked = set()
         for top in sorted(stale, key=len):  # a directory before those below it
             if any(within(top, done) for done in walked) or (top != self.base and top not in self.dirs):
                 continue

@@ -70,8 +70,8 @@ def env_value_allowed(name):
 
 
 def effective_locale():
-    result = {"env": {name: value for name, value in sorted(os.environ.items())
-                      if name == "LANG" or re.fullmatch(r"LC_[A-Z]+", name)}}
+    result: dict = {"env": {name: value for name, value in sorted(os.environ.items())
+                            if name == "LANG" or re.fullmatch(r"LC_[A-Z]+", name)}}
     saved = locale.setlocale(locale.LC_ALL)
     try:
         result["setlocale"] = locale.setlocale(locale.LC_ALL, "")
@@ -171,7 +171,7 @@ def installed_distributions():
 def metadata_headers(path):
     """The header fields of a METADATA or PKG-INFO file (up to its first empty line), keys in
     lower case; {} when it cannot be read."""
-    headers = {}
+    headers: dict = {}
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:

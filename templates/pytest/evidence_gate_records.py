@@ -107,7 +107,7 @@ class RunRecorder:
         self.collected = len(items)
         if self.order is None:
             return
-        by_id = {}
+        by_id: dict = {}
         for item in items:
             by_id.setdefault(item.nodeid, []).append(item)
         listed = set(self.order)
@@ -250,6 +250,7 @@ class RunRecorder:
         is done (and pytest has taken a pytest.exit() raised in them): what pytest exits with."""
         if self.exitstatus is None:  # the session never got to its end
             return
+        assert self.session is not None  # it had an end, so a start
         self.check_outside("session end")
         # The lease fields again: notifications may have been given up during the run.
         final = int(self.session.exitstatus)

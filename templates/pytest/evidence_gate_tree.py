@@ -60,6 +60,7 @@ class Tree:
 
     def watch(self, top):
         """Watch `top` and the directories below it; returns every path found below it."""
+        assert self.watches is not None
         found, pending = [], [top]
         while pending:
             rel = pending.pop()
@@ -82,6 +83,7 @@ class Tree:
 
     def activity(self):
         """(paths touched, guarded paths left changed) since the last call, sorted."""
+        assert self.watches is not None
         try:
             events = self.watches.read()
             if not events:  # after most tests: one poll

@@ -794,7 +794,7 @@ def versions(python, product):
     return {
         "python": py[0], "pytest": py[1], "python_executable": python,
         "cmake": run_checked(["cmake", "--version"]).splitlines()[0],
-        "evgate_source": source, "evgate_commit": commit, "evgate_uncommitted_files": [l[3:] for l in dirty],
+        "evgate_source": source, "evgate_commit": commit, "evgate_uncommitted_files": [line[3:] for line in dirty],
     }
 
 

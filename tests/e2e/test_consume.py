@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from harness import (BUILD_TIMEOUT, FORBIDDEN_NAMES, Ledger, cmake_configure, ctest, ctest_names,
-                      expect_verdicts, ninja_or_default, run)
+                     expect_verdicts, ninja_or_default, run)
 
 SUITE = "smoke"
 SMOKE_TESTS = {

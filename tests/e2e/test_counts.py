@@ -19,7 +19,7 @@ def test_a_failing_one_test_suite_is_counted_alike_everywhere(project):
     project.suite("TESTS tests")  # with the perturbed run: another column of the same outcomes
     with project.checked():
         project.configured()
-        result = project.evidence()
+        project.evidence()
         ledger = Ledger(project.build, SUITE)
         row = ledger.tests[ONE]
         runs = len(row["outcomes"])

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from harness import (EXAMPLES, Ledger, configure_example, ctest, ctest_names, expect_verdicts, gate_lines,
-                      repeated_steps, source_tree_untouched, summary_line)
+                     repeated_steps, source_tree_untouched, summary_line)
 
 PASS = ("stable", "pass")
 

@@ -313,7 +313,7 @@ def test_junit_xml_has_the_schema_the_readers_use(history, tmp_path):
 
 
 def test_junit_xml_says_the_gate_and_every_attempt(history):
-    ledger = {json.loads(l)["test"]: json.loads(l) for l in (history.nd_runs[0] / "ledger.jsonl").read_text().splitlines()}
+    ledger = {json.loads(line)["test"]: json.loads(line) for line in (history.nd_runs[0] / "ledger.jsonl").read_text().splitlines()}
     coin = next(c for c in cases(history.nd_runs[0] / "junit.xml") if c.get("name") == "test_retry_budget")
     assert coin.get("classname") == "tests.test_retry"
     failure = coin.find("failure")

@@ -112,7 +112,7 @@ def test_polluter_victim_report_shows_blocking_rows_heat_map_and_partner(tmp_pat
     expect_offline(html, page)
     blocking = [row for row in ledger.rows if row["gate"] == "block"]
     assert sorted(row["test"] for row in blocking) == ["tests/test_billing.py::test_apply_discount",
-                                                      "tests/test_billing.py::test_invoice_totals"], ledger
+                                                       "tests/test_billing.py::test_invoice_totals"], ledger
     for row in blocking:
         assert row["test"] in page.sections["blocking"], f"{row['test']} is not among the blocking rows of {report}"
         assert row["reason"] in page.sections["blocking"], f"the reason of {row['test']} is not shown"

@@ -163,4 +163,3 @@ def test_a_depends_module_the_interpreter_can_import_gets_no_warning(project, su
     with project.checked():
         result = project.configured()
         assert "CMake Warning" not in result.stderr, result.describe()
-

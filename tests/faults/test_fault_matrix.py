@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import (FAST, SUITE, Ledger, TreeChanged, expect_message, file_sha256, files_holding, gate_summary,
-                      normalized, planned_by_run, record_damage, record_files, results_by_run, step_output,
-                      wait_until_gone)
+from harness import (FAST, SUITE, Ledger, expect_message, file_sha256, files_holding, gate_summary,
+                     normalized, planned_by_run, record_damage, record_files, results_by_run, step_output,
+                     wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
 TWO_PASSING = """

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import (CONFIGURE_TIMEOUT, CTEST_TIMEOUT, FAST, SUITE, Ledger, Project, gate_summary, normalized, run,
-                      step_output, wait_until_gone)
+                     step_output, wait_until_gone)
 
 TEST_FILE = "tests/test_suite.py"
 
@@ -125,7 +125,7 @@ def test_an_option_that_thins_the_run_warns_wherever_it_comes_from(project, sour
         assert row.get("warning") and row["gate"] == "pass", row
         assert expected in row["reason"], f"the row must name {expected!r}: {row}"
         gate = step_output(project.build, f"{SUITE}.gate") or ""
-        assert f"WARN thinning: warning: options thin the run: " in gate and expected in gate, gate
+        assert "WARN thinning: warning: options thin the run: " in gate and expected in gate, gate
 
 
 @pytest.mark.parametrize("option", ["--setup-only", "--setup-plan"])

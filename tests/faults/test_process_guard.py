@@ -338,8 +338,8 @@ EXITS = {
             if {IN_RUNS}:
                 session.exitstatus = 0
     """, TEST_FILE: PASSING + "\n    def test_fails():\n        assert 0\n",
-        "quarantine.jsonl": '{"test": "tests/test_suite.py::test_fails", "until": "2999-01-01", "owner": "qa", "reason": "known"}\n'},
-        "QUARANTINE quarantine.jsonl", r"from 1 to 0 while its records say tests/test_suite\.py::test_fails failed"),
+        "quarantine.jsonl": '{"test": "tests/test_suite.py::test_fails", "until": "2999-01-01", "owner": "qa", "reason": "known"}\n'},  # noqa: E128
+        "QUARANTINE quarantine.jsonl", r"from 1 to 0 while its records say tests/test_suite\.py::test_fails failed"),  # noqa: E128
     "a-conftest-unconfigure-sets-1": ({"conftest.py": f"""
         SESSION = []
 

@@ -18,18 +18,16 @@ a symbolic link.
 import contextlib
 import json
 import os
-import pwd
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from harness import (FAST, SUITE, CANARY_VARIABLE, Project, TreeChanged, cmake_configure, digest_diff, expect_message,
-                     gate_summary, run, step_output, tree_digest)
+from harness import (FAST, SUITE, Project, TreeChanged, cmake_configure, digest_diff, expect_message, gate_summary,
+                     step_output, tree_digest)
 
 TEST_FILE = "tests/test_suite.py"
 NOBODY = 65534

@@ -7,8 +7,8 @@ from pathlib import Path
 
 @functools.lru_cache(maxsize=None)
 def known_verdicts():
-    """The verdicts a ledger row may name. The one place they are listed here: when `evgate verdicts`
-    prints the product's table, this returns the names read from it instead."""
+    """The verdicts a ledger row may name, the one place the harness lists them: written out, not
+    read from `evgate verdicts`, so that a row naming a verdict nobody added here fails its test."""
     return frozenset({"polluter", "interrupted", "missing", "order-dependent", "flaky", "runner-only-pass",
                       "failing", "portability-gap", "skipped", "stable"})
 

@@ -126,6 +126,8 @@ def test_nothing_lost_nothing_listed(gate, monkeypatch):
     gate.run("--collect-only", f"--evidence-gate-collect={out}")
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["deselected"], doc["pytest_plugins_env"]) == ([], [])
+
+
 def test_collect_lists_the_files_imported_from_outside_the_installation(gate):
     """The files of every module the collection imported that is no part of the interpreter's
     installation, conftests included: a library beside rootdir that a conftest puts on sys.path

@@ -157,7 +157,7 @@ def counting_lstat(plugin, monkeypatch):
 
 
 def test_with_notifications_an_unchanged_group_is_not_even_lstated(plugin, tmp_path, monkeypatch, one_lease,
-                                                                      lease_mode):
+                                                                   lease_mode):
     lease = one_lease({f"g/{i}.bin": str(i) for i in range(20)})
     seen = counting_lstat(plugin, monkeypatch)
     assert not lease.check()

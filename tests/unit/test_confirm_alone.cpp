@@ -14,7 +14,7 @@ using evgate::runs_to_confirm;
 namespace {
 
 // A run `id` of `order` whose lease token is its id; `outcomes` by test, in plan order.
-LoadedRun run(const std::string& id, const std::string& order, std::vector<std::pair<std::string, std::string>> outcomes,
+LoadedRun run(const std::string& id, const std::string& order, const std::vector<std::pair<std::string, std::string>>& outcomes,
               Column column = Column::local) {
     LoadedRun r;
     r.plan.id = r.plan.lease = id;

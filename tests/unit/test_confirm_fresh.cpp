@@ -6,7 +6,7 @@ using namespace evgate;
 
 namespace {
 
-LoadedRun run(std::string id, std::string order, std::vector<std::string> tests, std::map<std::string, std::string> outcomes,
+LoadedRun run(std::string id, std::string order, std::vector<std::string> tests, const std::map<std::string, std::string>& outcomes,
               std::string isolation = "fork") {
     LoadedRun r;
     r.plan.id = std::move(id);

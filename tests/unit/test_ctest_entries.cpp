@@ -16,7 +16,7 @@ SuiteConfig suite_in(const TempDir& dir) {
     return suite;
 }
 
-LedgerRow row(std::string test, std::string verdict, std::string gate, std::string reason) {
+LedgerRow row(std::string test, const std::string& verdict, const std::string& gate, std::string reason) {
     LedgerRow r;
     r.test = std::move(test);
     r.verdict = verdict_named(verdict).value();

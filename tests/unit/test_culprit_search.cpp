@@ -44,7 +44,7 @@ Order reversed_suite(std::size_t n) {
 
 // The fakes are pure functions of the order. Only "v" is ever examined; the others pass.
 // v fails when every polluter ran before it and no cleaner ran after the last polluter.
-Oracle victim_of(Order polluters, Order cleaners = {}) {
+Oracle victim_of(const Order& polluters, const Order& cleaners = {}) {
     return [=](const Order& tests) -> std::string {
         if (tests.back() != "v") return "pass";
         std::size_t last_polluter = 0;
@@ -59,7 +59,7 @@ Oracle victim_of(Order polluters, Order cleaners = {}) {
 }
 
 // v passes only when the state-setter ran before it.
-Oracle brittle_after(std::string setter) {
+Oracle brittle_after(const std::string& setter) {
     return [=](const Order& tests) -> std::string {
         if (tests.back() != "v") return "pass";
         return has(tests, setter) ? "pass" : "fail";

@@ -43,7 +43,7 @@ struct Project {
     // Discover's bookkeeping after writing the entries for `ids`.
     std::string remember(const std::vector<std::string>& ids) const {
         write_file_atomic(entries, "add_test(...)\n");
-        const auto f = fingerprint();
+        auto f = fingerprint();
         remember_entries(suite, entries, f, ids);
         return f;
     }

@@ -109,7 +109,7 @@ void check_sparse(std::uintmax_t size, const std::string& identity) {
     REQUIRE(state);
     CHECK(state->identity == identity);
     CHECK(state->size == size);
-    CHECK(max_rss_kib() - before < 64 * 1024);
+    CHECK(max_rss_kib() - before < 64L * 1024);
     WARN("hashed " << (size >> 20) << " MiB in " << seconds << " s");
 }
 

@@ -12,7 +12,7 @@ using evgate::test::TempDir;
 
 namespace {
 
-LoadedRun finished_run(const std::string& id, std::vector<std::string> order, std::map<std::string, std::string> outcomes,
+LoadedRun finished_run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
                        const std::string& receipt_id = "r1") {
     LoadedRun r;
     r.plan.id = r.plan.order = id;
@@ -26,7 +26,7 @@ LoadedRun finished_run(const std::string& id, std::vector<std::string> order, st
     return r;
 }
 
-GateInput input_for(std::vector<std::string> tests) {
+GateInput input_for(const std::vector<std::string>& tests) {
     GateInput input;
     input.receipt.id = "r1";
     input.receipt.rootdir = "/";

@@ -34,7 +34,7 @@ LoadedRun run(const std::string& id, const std::string& order, std::uint64_t see
 TestResult failed(std::string message) { return {"failed", {}, std::move(message), {}}; }
 const TestResult kPassed{"passed", {}, {}, {}};
 
-LedgerRow row(std::string test, std::string verdict, std::string gate, const RunMatrix& runs) {
+LedgerRow row(std::string test, const std::string& verdict, const std::string& gate, const RunMatrix& runs) {
     LedgerRow r;
     r.test = std::move(test);
     r.verdict = verdict_named(verdict).value();

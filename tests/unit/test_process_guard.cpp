@@ -97,7 +97,7 @@ TEST_CASE("a foreign sender's lines are kept whole up to a bound and counted bey
     heard.channel.receive(7, std::string(RecordChannel::kKeptBytes + 10, 'y'));  // a torn line larger than the bound
     const auto& f = heard.channel.foreign().front();
     CHECK(f.count == 100);
-    CHECK(f.lines.size() == 65 * 1001);  // whole lines only, within kKeptBytes
+    CHECK(f.lines.size() == std::size_t{65} * 1001);  // whole lines only, within kKeptBytes
     CHECK(f.torn == RecordChannel::kKeptBytes + 10);
     CHECK(heard.calls == 0);
 }

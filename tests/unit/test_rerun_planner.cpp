@@ -8,7 +8,7 @@ using evgate::RerunLimits;
 
 namespace {
 
-LoadedRun run(int seed, std::vector<std::string> order, std::map<std::string, std::string> outcomes) {
+LoadedRun run(int seed, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes) {
     LoadedRun r;
     r.plan.id = r.plan.order = "seed." + std::to_string(seed);
     r.plan.seed = static_cast<std::uint64_t>(seed);

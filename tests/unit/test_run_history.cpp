@@ -50,7 +50,7 @@ std::vector<std::string> names(const std::vector<fs::path>& paths) {
     return out;
 }
 
-LedgerRow ledger_row(std::string test, std::string verdict, std::string gate) {
+LedgerRow ledger_row(std::string test, const std::string& verdict, const std::string& gate) {
     LedgerRow r;
     r.test = std::move(test);
     r.verdict = verdict_named(verdict).value();

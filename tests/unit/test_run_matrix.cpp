@@ -10,7 +10,7 @@ using evgate::test::TempDir;
 
 namespace {
 
-LoadedRun run(const std::string& id, std::vector<std::string> order, std::map<std::string, std::string> outcomes,
+LoadedRun run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
               Column column = Column::local) {
     LoadedRun r;
     r.plan.id = r.plan.order = id;

@@ -164,6 +164,8 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
         "seed.0.jsonl");
     std::vector<std::string> shown;
     for (const auto& d : run.doubts) shown.push_back(d.check + "@" + std::to_string(d.process) + ": " + d.reason);
+    // Long messages are split over lines: adjacent literals on purpose.
+    // NOLINTBEGIN(bugprone-suspicious-missing-comma)
     CHECK(shown == std::vector<std::string>{
                        "outside@1: fixture group 'data' changed outside any test, at start-up or collection (a conftest, "
                        "plugin or test module imported, a session-start or collection hook)",
@@ -180,6 +182,7 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
                        "fixture 'server' (conftest.py:4), in t::z (not blamed on it)",
                        "outside@2: fixture group 'db' changed outside any test, at the setup of module-scoped fixture "
                        "'db', at session end"});
+    // NOLINTEND(bugprone-suspicious-missing-comma)
     CHECK(run.final_statuses == std::vector<int>{1, 1});
     CHECK(run.finish_statuses == std::vector<int>{0});
     CHECK(run.changed_outside == std::vector<std::string>{"data", "db", "data", "data", "db"});

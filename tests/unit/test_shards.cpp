@@ -27,7 +27,7 @@ Sources listing(const std::string& content, const std::string& extra = "") {
 // A shard's evidence directory holding a receipt of the suite "s" at commit "abc", taken over
 // `sources` (its listing in sources.json unless `with_listing` is false).
 fs::path shard_dir(const fs::path& base, const std::string& spec, const std::optional<Sources>& sources, bool with_listing = true) {
-    const auto dir = base / ("shard-" + spec.substr(0, 1));
+    auto dir = base / ("shard-" + spec.substr(0, 1));
     fs::create_directories(dir);
     std::ofstream(dir / "receipt.json") << R"({"rootdir": "/src", "suite": "s", "shard": ")" << spec
                                         << R"(", "tests": [{"id": "t::a"}], "git": {"head": "abc", "dirty": []})"

@@ -20,7 +20,7 @@ Attempt attempt(std::string run, std::string order, std::string outcome, std::ve
 
 Attempt seed(int k, std::string outcome) { return attempt("seed." + std::to_string(k), "seed." + std::to_string(k), std::move(outcome)); }
 
-Attempt remote(std::string run, std::string outcome, Column column = Column::runner) {
+Attempt remote(const std::string& run, std::string outcome, Column column = Column::runner) {
     auto a = attempt(run, run, std::move(outcome));
     a.column = column;
     return a;

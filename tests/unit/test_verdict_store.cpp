@@ -18,7 +18,7 @@ std::filesystem::path written(const TempDir& dir, const std::vector<std::pair<st
     VerdictStoreWriter store([&bytes](std::string_view part) { bytes += part; });
     for (const auto& [test, text] : verdicts) store.add(test, text);
     store.finish();
-    const auto file = dir.path / "verdicts.store";
+    auto file = dir.path / "verdicts.store";
     write_file_atomic(file, bytes);
     return file;
 }

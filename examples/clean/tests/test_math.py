@@ -8,4 +8,3 @@ def test_total():
 
 def test_total_of_nothing():
     assert total([]) == 0
-

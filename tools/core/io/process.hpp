@@ -72,9 +72,9 @@ struct ProcessResult {
 // grace period; after any end the group gets SIGKILL, so grandchildren left behind die too.
 ProcessResult run_process(const ProcessSpec& spec);
 
-// `base` (default: the current environment), VAR=value, with `overrides` replacing or adding entries.
+// `env` (default: the current environment), VAR=value, with `overrides` replacing or adding entries.
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
-std::vector<std::string> environment_with(std::vector<std::string> base, const std::vector<std::string>& overrides);
+std::vector<std::string> environment_with(std::vector<std::string> env, const std::vector<std::string>& overrides);
 
 // evgate was asked to stop: its children are gone and what it owed the source tree is done.
 class Stopped : public Error {

@@ -28,9 +28,9 @@ struct RunPlace {
     bool bare = false;               // a ledger without a receipt beside it
 };
 
-// The receipt's suite, receipt id, hostname and git head and branch, into `place`; the receipt
+// The suite, receipt id, hostname and git head and branch of the receipt `file`, into `place`; it
 // is read as a stream (it lists every collected test, none of which is needed). Throws Error.
-void read_receipt_place(const std::filesystem::path& receipt, RunPlace& place);
+void read_receipt_place(const std::filesystem::path& file, RunPlace& place);
 
 // An evidence directory (or an archive entry) by its ledger.jsonl, receipt.json and junit.xml,
 // or a bare ledger file by its modification time. Throws Error when it cannot be placed.

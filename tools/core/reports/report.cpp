@@ -71,7 +71,7 @@ std::vector<std::string> report_columns(const std::vector<LoadedRun>& runs) {
 }
 
 std::filesystem::path write_reports(const std::filesystem::path& dir, const ReportInput& input) {
-    const auto html = dir / evidence::kReportHtml;
+    auto html = dir / evidence::kReportHtml;
     write_file_atomic(html, report_html(input));
     write_file_atomic(dir / evidence::kReportMarkdown, report_markdown(input));
     return html;

@@ -1,6 +1,6 @@
 // What report.html and report.md say beyond this run's ledger: the run's history
 // (EVIDENCE_GATE_HISTORY) and the comparison with another ledger, e.g. the target branch's
-// (EVIDENCE_GATE_COMPARE). history_report.cpp builds it; report.cpp places it.
+// (EVIDENCE_GATE_COMPARE). run_history.cpp builds it; report.cpp places it.
 #pragma once
 
 #include <functional>

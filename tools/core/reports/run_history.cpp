@@ -206,7 +206,7 @@ void add_comparison(ReportExtras& extras, const SuiteConfig& suite, const std::s
 }  // namespace
 
 fs::path compared_ledger(const std::string& value, const std::string& suite) {
-    const fs::path path = value;
+    fs::path path = value;
     std::error_code ec;
     if (fs::is_regular_file(path / suite / evidence::kLedger, ec)) return path / suite / evidence::kLedger;
     if (fs::is_directory(path / suite, ec))  // an EVIDENCE_GATE_HISTORY archive: its newest run of the suite

@@ -34,7 +34,7 @@ bool written_since(const fs::path& dir, std::int64_t since) {
 }  // namespace
 
 fs::path bytecode_cache(const SuiteConfig& suite) {
-    const auto dir = suite.evidence_dir / evidence::kPycache;
+    auto dir = suite.evidence_dir / evidence::kPycache;
     const auto stamp = dir / evidence::kBytecodeStamp;
     std::error_code ec;
     if (fs::exists(stamp, ec)) return dir;

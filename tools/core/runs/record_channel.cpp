@@ -29,7 +29,7 @@ int moved_up(int fd, int floor) {
 // One read's worth per call: a sender that never stops writing must not keep the wait loop
 // from seeing the child end or the deadline pass.
 constexpr std::size_t kReadsPerDrain = 64;
-constexpr std::size_t kReadSize = 64 * 1024;
+constexpr std::size_t kReadSize = std::size_t{64} * 1024;
 
 }  // namespace
 

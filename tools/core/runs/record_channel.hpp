@@ -29,7 +29,7 @@ struct ForeignSender {
 
 class RecordChannel final : public ChildChannel {
 public:
-    static constexpr std::size_t kKeptBytes = 64 * 1024;
+    static constexpr std::size_t kKeptBytes = std::size_t{64} * 1024;
     // The lowest descriptor pytest's end is given (the plugin keeps it there in a fork too).
     static constexpr int kChannelFloor = 100;
 

@@ -83,13 +83,13 @@ fs::path sandbox_root() {
 }
 
 fs::path suite_sandboxes(const SuiteConfig& suite) {
-    const auto dir = sandbox_root() / key_of(fs::weakly_canonical(suite.evidence_dir).string());
+    auto dir = sandbox_root() / key_of(fs::weakly_canonical(suite.evidence_dir).string());
     fs::create_directories(dir);
     return dir;
 }
 
 fs::path sandbox_of(const SuiteConfig& suite, const fs::path& log) {
-    const auto dir = suite_sandboxes(suite) / key_of(log.lexically_relative(suite.evidence_dir).string());
+    auto dir = suite_sandboxes(suite) / key_of(log.lexically_relative(suite.evidence_dir).string());
     fs::create_directories(dir / evidence::kHome);
     fs::create_directories(dir / evidence::kTmp);
     return dir;

@@ -116,7 +116,7 @@ private:
     std::uint32_t number(RunCells& run, std::string_view test);  // the test's number, with a cell in `run`
     void planned(RunCells& run, std::string_view test);
     void interrupted(RunCells& run, std::string_view test);
-    void result(RunCells& run, std::uint32_t test, std::string_view outcome, std::vector<std::string> dirty,
+    void result(RunCells& run, std::uint32_t id, std::string_view outcome, std::vector<std::string> dirty,
                 std::string_view message, double seconds);
     void push(LoadedRun run, RunCells cells);
     void add(Parsed& parsed);
