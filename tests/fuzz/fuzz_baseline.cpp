@@ -1,8 +1,8 @@
 // baseline.json: what it accepts survives a round trip through baseline_json().
 #include <algorithm>
 
-#include "inputs/baseline.hpp"
 #include "fuzz_support.hpp"
+#include "inputs/baseline.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     evgate_fuzz::expect_only_input_errors([&] {

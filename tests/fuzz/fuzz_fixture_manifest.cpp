@@ -2,8 +2,8 @@
 // that compiles.
 #include <sstream>
 
-#include "inputs/fixture_manifest.hpp"
 #include "fuzz_support.hpp"
+#include "inputs/fixture_manifest.hpp"
 #include "inputs/glob.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "fuzz_support.hpp"
-#include "reports/history.hpp"
 #include "io/json_io.hpp"
+#include "reports/history.hpp"
 #include "reports/junit_writer.hpp"
 
 namespace {

@@ -1,10 +1,10 @@
 // The JSON files evgate reads back: the first byte picks suite.json, receipt.json, a run
 // plan or ledger.jsonl; the rest is the file.
 #include "fuzz_support.hpp"
-#include "verdicts/gate.hpp"
+#include "inputs/suite_config.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
-#include "inputs/suite_config.hpp"
+#include "verdicts/gate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;

@@ -39,7 +39,8 @@ void fill_outcomes(LedgerRow& row, int i, const std::vector<std::string>& column
         if (row.verdict == Verdict::order_dependent) outcome = c % 3 == 0 ? "failed" : "passed";
         if (row.verdict == Verdict::flaky) outcome = (c * 7 + static_cast<std::size_t>(i)) % 5 == 0 ? "failed" : "passed";
         if (row.verdict == Verdict::failing) outcome = c == 2 ? "error" : "failed";
-        if (row.verdict == Verdict::interrupted) outcome = c == 4 ? "interrupted" : c > 4 ? "missing" : "passed";
+        if (row.verdict == Verdict::interrupted) outcome = c == 4 ? "interrupted" : c > 4 ? "missing"
+                                                                                          : "passed";
         if (row.verdict == Verdict::skipped) outcome = "skipped";
         row.outcomes.emplace_back(columns[c], outcome);
     }
@@ -48,9 +49,13 @@ void fill_outcomes(LedgerRow& row, int i, const std::vector<std::string>& column
 LedgerRow test_row(int i, const std::vector<std::string>& columns) {
     LedgerRow row;
     row.test = test_id(i);
-    row.verdict = i % 97 == 3 ? Verdict::order_dependent : i % 89 == 5 ? Verdict::flaky : i % 53 == 7 ? Verdict::failing
-                : i % 211 == 11 ? Verdict::interrupted : i % 31 == 13 ? Verdict::skipped : Verdict::stable;
-    row.gate = info(row.verdict).gate == Gate::pass ? Gate::pass : row.verdict == Verdict::flaky ? Gate::defer : Gate::block;
+    row.verdict = i % 97 == 3 ? Verdict::order_dependent : i % 89 == 5 ? Verdict::flaky
+                                                       : i % 53 == 7   ? Verdict::failing
+                                                       : i % 211 == 11 ? Verdict::interrupted
+                                                       : i % 31 == 13  ? Verdict::skipped
+                                                                       : Verdict::stable;
+    row.gate = info(row.verdict).gate == Gate::pass ? Gate::pass : row.verdict == Verdict::flaky ? Gate::defer
+                                                                                                 : Gate::block;
     row.reason = row.verdict == Verdict::stable ? "passes in every run"
                                                 : "synthetic " + std::string(to_string(row.verdict)) + " row " + std::to_string(i);
     if (row.verdict == Verdict::order_dependent) {

@@ -6,8 +6,8 @@
 
 #include "cli/cli.hpp"
 #include "cli/spellcheck.hpp"
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 

@@ -37,7 +37,7 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
         run("seed.1.rerun.2", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
     };
     const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{});
-    REQUIRE(first.size() == 1);  // one first: if it fails, the forks are confirmed
+    REQUIRE(first.size() == 1);                      // one first: if it fails, the forks are confirmed
     CHECK(first[0].id == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
     CHECK(first[0].fresh);
     CHECK(first[0].order == "seed.1");

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include "support.hpp"
 #include "verdicts/ctest_entries.hpp"
 #include "verdicts/verdict_store.hpp"
-#include "support.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;
@@ -56,13 +56,15 @@ TEST_CASE("the ledger step's store holds what each entry prints and its exit sta
     // The first line is the ledger's reason (one line, whatever it holds), and so is the completion status.
     const auto blocked = entry_output(store, "t::b");
     CHECK(blocked.status == 1);
-    CHECK(blocked.text == "order-dependent: fails after t::a\\x0Ain seed.0\ngate: block\n  seed.0: failed\n  seed.1: passed\n"
-                          "<CTestDetails>order-dependent: fails after t::a\\x0Ain seed.0</CTestDetails>\n");
+    CHECK(blocked.text ==
+          "order-dependent: fails after t::a\\x0Ain seed.0\ngate: block\n  seed.0: failed\n  seed.1: passed\n"
+          "<CTestDetails>order-dependent: fails after t::a\\x0Ain seed.0</CTestDetails>\n");
     const auto defers = entry_output(store, "t::q");
     CHECK(defers.status == 0);
-    CHECK(defers.text == "flaky: differs (quarantined until 2026-06-01, owner ana)\ngate: defer\n"
-                         "until 2026-06-01, owner ana\n  seed.0: failed\n  seed.1: passed\n"
-                         "<CTestDetails>flaky: differs (quarantined until 2026-06-01, owner ana)</CTestDetails>\n");
+    CHECK(defers.text ==
+          "flaky: differs (quarantined until 2026-06-01, owner ana)\ngate: defer\n"
+          "until 2026-06-01, owner ana\n  seed.0: failed\n  seed.1: passed\n"
+          "<CTestDetails>flaky: differs (quarantined until 2026-06-01, owner ana)</CTestDetails>\n");
     const auto skipped = entry_output(store, "t::s");
     CHECK(skipped.status == kSkippedEntry);
     CHECK_THAT(skipped.text, Catch::StartsWith("skipped: skipped in every run\n"));

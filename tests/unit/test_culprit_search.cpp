@@ -182,7 +182,8 @@ TEST_CASE("mixed outcomes alone: role unknown, nothing searched", "[localise]") 
 }
 
 TEST_CASE("a test skipped alone has no role", "[localise]") {
-    const auto l = localise("v", suite(10), {}, [](const Order&) { return std::string("skip"); }, Budget{});
+    const auto l = localise(
+        "v", suite(10), {}, [](const Order&) { return std::string("skip"); }, Budget{});
     CHECK(l.role == Role::unknown);
     CHECK(l.note == "no steady outcome alone: skip, skip, skip; no partner is named for it");
 }
@@ -262,7 +263,8 @@ TEST_CASE("occasional crashes are tried again and never name a bystander", "[loc
 }
 
 TEST_CASE("a test that fails in every order is not order-dependent after all", "[localise]") {
-    const auto l = localise("v", suite(50), suite(50), [](const Order&) { return std::string("fail"); }, Budget{});
+    const auto l = localise(
+        "v", suite(50), suite(50), [](const Order&) { return std::string("fail"); }, Budget{});
     CHECK(l.role == Role::brittle);
     CHECK(l.partners.empty());
     CHECK(l.reproduce_order == Order{"v"});
@@ -271,7 +273,8 @@ TEST_CASE("a test that fails in every order is not order-dependent after all", "
 }
 
 TEST_CASE("a victim whose failing order passes now is not reproducible", "[localise]") {
-    const auto l = localise("v", suite(50), {}, [](const Order&) { return std::string("pass"); }, Budget{});
+    const auto l = localise(
+        "v", suite(50), {}, [](const Order&) { return std::string("pass"); }, Budget{});
     CHECK(l.role == Role::victim);
     CHECK(l.partners.empty());
     CHECK(l.note == "not reproducible: the failing order passed when rerun");
@@ -281,7 +284,9 @@ TEST_CASE("nothing to search: no order given, or nothing ran before it", "[local
     const auto oracle = victim_of({"t001"});
     CHECK(localise("v", {}, {}, oracle, Budget{}).note == "no failing order given: nothing to search");
     CHECK(localise("v", {"v"}, {}, oracle, Budget{}).note == "it ran first in the failing order: no earlier test to name");
-    CHECK(localise("v", {}, {}, [](const Order&) { return std::string("fail"); }, Budget{}).note ==
+    CHECK(localise(
+              "v", {}, {}, [](const Order&) { return std::string("fail"); }, Budget{})
+              .note ==
           "no passing order given: nothing to search");
 }
 

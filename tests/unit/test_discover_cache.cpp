@@ -2,9 +2,9 @@
 
 #include <fstream>
 
-#include "runs/discover_cache.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
+#include "runs/discover_cache.hpp"
 #include "support.hpp"
 
 using namespace evgate;

@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "io/error.hpp"
 #include "inputs/fixture_manifest.hpp"
+#include "io/error.hpp"
 
 using evgate::FixtureGroup;
 using evgate::InputError;

@@ -1,33 +1,33 @@
 // FixtureStore and the fixture groups: snapshot, restore, leases, links, modes and names.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <rapidjson/document.h>
 
-#include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
-#include "runs/receipt.hpp"
 #include "fixture_project.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "io/error.hpp"
+#include "runs/receipt.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::Env;
-using evgate::test::Project;
 using evgate::test::mode_of;
+using evgate::test::Project;
 
 namespace {
 
@@ -143,7 +143,7 @@ TEST_CASE("a lease whose run changed nothing only reads; one that finds a change
     CHECK(restored.front().what == "restored data/a.json");
     CHECK(p.read("data/a.json") == "{}\n");
     CHECK(fs::last_write_time(stamps) != stamped);  // only the restore wrote
-    CHECK(store.overlapped_a_change(quiet_token));    // it ran beside a run that changed the groups
+    CHECK(store.overlapped_a_change(quiet_token));  // it ran beside a run that changed the groups
     CHECK_FALSE(store.overlapped_a_change(dirty_token));
     Receipt receipt;
     CHECK(store.access_for(receipt.declares_writes()) == TreeAccess::exclusive);  // the rest of this invocation takes turns

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 
-#include "verdicts/gate.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
+#include "verdicts/gate.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;
@@ -216,9 +216,11 @@ TEST_CASE("the gate read back from the ledger prints what the gate printed when 
 TEST_CASE("the gate reads a ledger written with spaces too, and names file and line of a bad row", "[gate]") {
     TempDir dir;
     const auto file = dir.path / "ledger.jsonl";
-    write_file_atomic(file, R"({ "test" : "t::a" , "verdict" : "failing" , "gate" : "block" , "reason" : "fails" , "outcomes" : { "seed.0" : "failed" , "seed.1" : "failed" } })" "\n"
+    write_file_atomic(file, R"({ "test" : "t::a" , "verdict" : "failing" , "gate" : "block" , "reason" : "fails" , "outcomes" : { "seed.0" : "failed" , "seed.1" : "failed" } })"
                             "\n"
-                            R"({"test": "t::b", "verdict": "stable", "gate": "pass", "reason": "passes", "outcomes": {"seed.2": "passed"}})" "\n");
+                            "\n"
+                            R"({"test": "t::b", "verdict": "stable", "gate": "pass", "reason": "passes", "outcomes": {"seed.2": "passed"}})"
+                            "\n");
     const auto read = read_gate_summary(file);
     CHECK(read.tests == 2);
     CHECK(read.blocked == 1);
@@ -226,11 +228,14 @@ TEST_CASE("the gate reads a ledger written with spaces too, and names file and l
     REQUIRE(read.shown.size() == 1);
     CHECK(read.shown[0].reason == "fails");
 
-    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass"})" "\n");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass"})"
+                            "\n");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: missing string 'reason'");
-    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r","until":1})" "\n");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r","until":1})"
+                            "\n");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: 'until' is not a string");
-    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})" "\n{\"test\":");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})"
+                            "\n{\"test\":");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":2: torn last line");
     CHECK_THROWS_WITH(read_gate_summary(dir.path / "absent.jsonl"), Catch::Contains("the ledger step writes it"));
 }
@@ -238,10 +243,13 @@ TEST_CASE("the gate reads a ledger written with spaces too, and names file and l
 TEST_CASE("the gate reads back only the table's verdicts and gates: another word is an error, never a pass", "[gate]") {
     TempDir dir;
     const auto file = dir.path / "ledger.jsonl";
-    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})" "\n"
-                            R"({"test":"t::b","verdict":"failing","gate":"blocked","reason":"r"})" "\n");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"stable","gate":"pass","reason":"r"})"
+                            "\n"
+                            R"({"test":"t::b","verdict":"failing","gate":"blocked","reason":"r"})"
+                            "\n");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":2: 'gate' is not pass, defer or block: 'blocked'");
-    write_file_atomic(file, R"({"test":"t::a","verdict":"wobbly","gate":"block","reason":"r"})" "\n");
+    write_file_atomic(file, R"({"test":"t::a","verdict":"wobbly","gate":"block","reason":"r"})"
+                            "\n");
     CHECK_THROWS_WITH(read_gate_summary(file), file.string() + ":1: 'verdict' is not a verdict: 'wobbly'");
 }
 
@@ -321,8 +329,8 @@ TEST_CASE("quarantine entries for no collected test, or dated more than a year a
     input.quarantine_file = "/evidence/quarantine.jsonl";
     input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}})};
     input.quarantine = {{"t::gone", Date{2026, 7, 1}, "ana", "", 1},
-                        {"t::a", Date{2027, 6, 1}, "ana", "", 2},     // a year to the day: fine
-                        {"t::a", Date{2027, 6, 2}, "bob", "", 3},     // a day more
+                        {"t::a", Date{2027, 6, 1}, "ana", "", 2},  // a year to the day: fine
+                        {"t::a", Date{2027, 6, 2}, "bob", "", 3},  // a day more
                         {"t::also_gone", Date{2099, 1, 1}, "cy", "", 4}};
     const auto rows = build_ledger(input);
     const auto& gone = row_of(rows, "quarantine:evidence/quarantine.jsonl:1");

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/error.hpp"
 #include "inputs/glob.hpp"
+#include "io/error.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

@@ -2,15 +2,15 @@
 
 #include <filesystem>
 
-#include "io/error.hpp"
-#include "reports/history.hpp"
-#include "reports/history_pages.hpp"
-#include "verdicts/verdict_table.hpp"
 #include "history_support.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "support.hpp"
 #include "io/timestamp.hpp"
+#include "reports/history.hpp"
+#include "reports/history_pages.hpp"
+#include "support.hpp"
+#include "verdicts/verdict_table.hpp"
 
 using namespace evgate;
 using evgate::test::RunSpec;
@@ -73,7 +73,9 @@ TEST_CASE("flips: changes of verdict between consecutive runs of the test, in st
     CHECK(coin.bad == 2);
     CHECK(coin.first_bad == 1u);
     CHECK(coin.last_bad == 2u);
-    CHECK(sequence(h, "billing", "t::coin") == "stable \xE2\x86\x92 flaky \xC3\x97" "2 \xE2\x86\x92 stable");
+    CHECK(sequence(h, "billing", "t::coin") ==
+          "stable \xE2\x86\x92 flaky \xC3\x97"
+          "2 \xE2\x86\x92 stable");
     REQUIRE(coin.stretches.size() == 3);
     CHECK(coin.stretches[1].from == 1);
     CHECK(coin.stretches[1].to == 2);
@@ -97,7 +99,7 @@ TEST_CASE("flips count between the test's own runs: other suites' runs and absen
     History h;
     std::vector<std::string> keep;
     h.add(at("billing", 1), rows(keep, {{"t::a", "stable"}, {"t::old", "flaky"}}));
-    h.add(at("ledger", 2), rows(keep, {{"t::a", "failing"}}));  // another suite's t::a: another test
+    h.add(at("ledger", 2), rows(keep, {{"t::a", "failing"}}));                        // another suite's t::a: another test
     h.add(at("billing", 3), rows(keep, {{"t::a", "stable"}, {"t::new", "stable"}}));  // t::old renamed to t::new
     h.add(at("billing", 4), rows(keep, {{"t::a", "stable"}, {"t::old", "flaky"}, {"t::new", "stable"}}));
 
@@ -140,11 +142,15 @@ TEST_CASE("read_history_rows: test, scope, verdict and gate, wherever the scope 
     TempDir dir;
     const auto ledger = dir.path / "ledger.jsonl";
     write_file_atomic(ledger,
-                      R"({"test":"receipt","scope":"suite","verdict":"stable","gate":"pass","reason":"ok"})" "\n"
-                      R"({"test":"t::scope","verdict":"flaky","gate":"defer","reason":"says \"scope\" in words","outcomes":{"scope":"failed"}})" "\n"
-                      R"({"test":"run:seed.3","verdict":"interrupted","gate":"block","reason":"died","scope":"suite"})" "\n"
+                      R"({"test":"receipt","scope":"suite","verdict":"stable","gate":"pass","reason":"ok"})"
                       "\n"
-                      R"({"verdict":"stable","gate":"pass","test":"t::b","reason":"ok"})" "\n");
+                      R"({"test":"t::scope","verdict":"flaky","gate":"defer","reason":"says \"scope\" in words","outcomes":{"scope":"failed"}})"
+                      "\n"
+                      R"({"test":"run:seed.3","verdict":"interrupted","gate":"block","reason":"died","scope":"suite"})"
+                      "\n"
+                      "\n"
+                      R"({"verdict":"stable","gate":"pass","test":"t::b","reason":"ok"})"
+                      "\n");
     std::string text;
     std::vector<HistoryRow> rows;
     read_history_rows(ledger, text, rows);
@@ -163,8 +169,10 @@ TEST_CASE("read_history_rows: test, scope, verdict and gate, wherever the scope 
 TEST_CASE("read_history_rows: the distinct orders a verdict stood on, right after its gate", "[history]") {
     TempDir dir;
     const auto ledger = dir.path / "ledger.jsonl";
-    write_file_atomic(ledger, R"({"test":"t::a","verdict":"order-dependent","gate":"block","orders":17,"reason":"r","outcomes":{"seed.0":"passed"}})" "\n"
-                              R"({"test":"t::b","verdict":"stable","gate":"pass","reason":"r","orders":3})" "\n");
+    write_file_atomic(ledger, R"({"test":"t::a","verdict":"order-dependent","gate":"block","orders":17,"reason":"r","outcomes":{"seed.0":"passed"}})"
+                              "\n"
+                              R"({"test":"t::b","verdict":"stable","gate":"pass","reason":"r","orders":3})"
+                              "\n");
     std::string text;
     std::vector<HistoryRow> rows;
     read_history_rows(ledger, text, rows);

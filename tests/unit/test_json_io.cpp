@@ -82,8 +82,10 @@ evgate::FieldCapture fields() { return evgate::FieldCapture{"s", "n", "l", "o", 
 }  // namespace
 
 TEST_CASE("JsonlSaxReader reads compact and spaced records alike, in place", "[json_io]") {
-    const std::string compact = R"({"s":"a\"b","n":-3,"l":["x","y"],"o":{"k":"v","j":1},"b":true})" "\n";
-    const std::string spaced = R"({ "s" : "a\"b" , "n" : -3 , "l" : [ "x" , "y" ] , "o" : { "k" : "v" , "j" : 1 } , "b" : true })" "\r\n";
+    const std::string compact = R"({"s":"a\"b","n":-3,"l":["x","y"],"o":{"k":"v","j":1},"b":true})"
+                                "\n";
+    const std::string spaced = R"({ "s" : "a\"b" , "n" : -3 , "l" : [ "x" , "y" ] , "o" : { "k" : "v" , "j" : 1 } , "b" : true })"
+                               "\r\n";
     for (std::string text : {compact, spaced}) {
         evgate::JsonlSaxReader reader(text, "runs.jsonl");
         auto f = fields();

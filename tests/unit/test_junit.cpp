@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "io/error.hpp"
 #include "inputs/junit.hpp"
+#include "io/error.hpp"
 
 using namespace evgate;
 namespace fs = std::filesystem;

@@ -5,12 +5,12 @@
 
 #include <tinyxml2.h>
 
+#include "inputs/junit.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
-#include "inputs/junit.hpp"
+#include "io/timestamp.hpp"
 #include "reports/junit_writer.hpp"
 #include "support.hpp"
-#include "io/timestamp.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;

@@ -84,15 +84,15 @@ TEST_CASE("drift is ranked by the seed's order of suspicion, then by key", "[man
         "host": {"name": "evgate", "hostname": "runner-7", "kernel": "Linux 6.1", "suite": "billing"}})");
     const auto drift = diff_manifests(manifest(kLocal), other);
     CHECK(keys_of(drift) == std::vector<std::string>{
-                                "distributions.attrs", "distributions.hypothesis",              // 1 packages
-                                "env.TZ", "env_names.TZ", "timezone.TZ", "timezone.tzname",     // 2 locale, timezone
-                                "timezone.utc_offset_minutes",                                  //
-                                "case_sensitive.root",                                          // 3 filesystem case
-                                "cpu_count", "usable_cpus",                                     // 4 CPU count
-                                "python_version",                                               // 5 Python minor
-                                "platform", "umask",                                            // everything else
-                                "env_names.CI",                                                 // other variables
-                                "host.hostname", "python_executable"});                        // noise
+                                "distributions.attrs", "distributions.hypothesis",           // 1 packages
+                                "env.TZ", "env_names.TZ", "timezone.TZ", "timezone.tzname",  // 2 locale, timezone
+                                "timezone.utc_offset_minutes",                               //
+                                "case_sensitive.root",                                       // 3 filesystem case
+                                "cpu_count", "usable_cpus",                                  // 4 CPU count
+                                "python_version",                                            // 5 Python minor
+                                "platform", "umask",                                         // everything else
+                                "env_names.CI",                                              // other variables
+                                "host.hostname", "python_executable"});                      // noise
     CHECK(drift.front().rank == drift_rank::packages);
     CHECK(drift.back().rank == drift_rank::noise);
     CHECK(drift[1].local == std::nullopt);

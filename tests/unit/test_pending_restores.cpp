@@ -1,33 +1,33 @@
 // Restores owed by runs that were killed or are waiting, across build trees over one ROOT.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <rapidjson/document.h>
 
-#include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
-#include "runs/receipt.hpp"
 #include "fixture_project.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "io/error.hpp"
+#include "runs/receipt.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::Env;
-using evgate::test::Project;
 using evgate::test::mode_of;
+using evgate::test::Project;
 
 namespace {
 
@@ -79,7 +79,7 @@ TEST_CASE("a live run's marker is not pending: runs beside it neither restore no
     FixtureStore::Lease running(store, TreeAccess::shared);
     p.write("config/x.ini", "being written by the running run\n");
     FixtureStore beside(p.suite);
-    CHECK_FALSE(beside.restore_if_pending());  // would block on the tree lock if it tried
+    CHECK_FALSE(beside.restore_if_pending());                // would block on the tree lock if it tried
     FixtureStore::Lease second(beside, TreeAccess::shared);  // shared leases go side by side
     CHECK(p.read("config/x.ini") == "being written by the running run\n");
 }
@@ -92,7 +92,7 @@ TEST_CASE("a snapshot of another build tree restores a waiting run's changes rat
     auto reader = std::make_unique<TreeLock>(p.root, TreeAccess::shared);  // a run beside: the writer waits
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
-    if (child == 0) {  // a run whose test polluted; its restore waits for the tree alone
+    if (child == 0) {    // a run whose test polluted; its restore waits for the tree alone
         reader.reset();  // the parent's copy holds the reader's lock
         FixtureStore store(p.suite);
         FixtureStore::Lease lease(store, TreeAccess::shared);

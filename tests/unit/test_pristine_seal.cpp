@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <string>
 
+#include "fixture_project.hpp"
 #include "fixtures/fixture_store.hpp"
 #include "fixtures/pristine_seal.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
-#include "fixture_project.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -55,7 +55,7 @@ TEST_CASE("a test that rewrites a group file and its pristine copy alike: the se
         REQUIRE(put_back.size() == 1);
         CHECK(put_back.front().what == "restored data/config.txt");
     }
-    CHECK(p.read("data/config.txt") == "pristine\n");  // never the test's content
+    CHECK(p.read("data/config.txt") == "pristine\n");                      // never the test's content
     CHECK(Project::slurp(p.pristine("data/config.txt")) == "pristine\n");  // the copy itself put back
     const auto reason = store_row(store.findings({{token, "seed.0"}}));
     CHECK_THAT(reason, Catch::Contains("was changed since the snapshot") &&

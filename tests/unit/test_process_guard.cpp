@@ -4,10 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixtures/shared_tree.hpp"
 #include "io/json_io.hpp"
 #include "runs/process_checks.hpp"
 #include "runs/record_channel.hpp"
-#include "fixtures/shared_tree.hpp"
 #include "support.hpp"
 
 using namespace evgate;
@@ -51,19 +51,29 @@ TEST_CASE("the channel hands on pytest's whole lines and keeps another sender's 
     Heard heard;
     heard.channel.started(::getpid());
     const int fd = heard.channel.child_end();
-    send(fd, R"({"event":"start","test":"t::fork"})" "\n" R"({"event":"res)");
+    send(fd, R"({"event":"start","test":"t::fork"})"
+             "\n"
+             R"({"event":"res)");
     const pid_t child = ::fork();
     if (child == 0) {  // a fork of "pytest": its bytes come stamped with its own pid
-        const std::string forged = R"({"event":"result","test":"t::fork","outcome":"passed"})" "\n" R"({"event":"end","exitstatus":0})" "\n" "{\"torn";
+        const std::string forged = R"({"event":"result","test":"t::fork","outcome":"passed"})"
+                                   "\n"
+                                   R"({"event":"end","exitstatus":0})"
+                                   "\n"
+                                   "{\"torn";
         (void)!::write(fd, forged.data(), forged.size());
         ::_exit(0);
     }
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);
-    send(fd, R"(ult","test":"t::fork","outcome":"failed"})" "\n");
+    send(fd, R"(ult","test":"t::fork","outcome":"failed"})"
+             "\n");
     heard.channel.close_child_end();
     heard.channel.drain();
-    CHECK(heard.lines == R"({"event":"start","test":"t::fork"})" "\n" R"({"event":"result","test":"t::fork","outcome":"failed"})" "\n");
+    CHECK(heard.lines == R"({"event":"start","test":"t::fork"})"
+                         "\n"
+                         R"({"event":"result","test":"t::fork","outcome":"failed"})"
+                         "\n");
     CHECK(heard.channel.pytest_tail().empty());
     CHECK(heard.channel.our_end() == -1);  // every writer has closed it
     REQUIRE(heard.channel.foreign().size() == 1);
@@ -71,9 +81,14 @@ TEST_CASE("the channel hands on pytest's whole lines and keeps another sender's 
     CHECK(foreign.pid == child);
     CHECK(foreign.count == 2);
     CHECK(foreign.torn == 6);
-    CHECK(foreign.lines == R"({"event":"result","test":"t::fork","outcome":"passed"})" "\n" R"({"event":"end","exitstatus":0})" "\n");
+    CHECK(foreign.lines == R"({"event":"result","test":"t::fork","outcome":"passed"})"
+                           "\n"
+                           R"({"event":"end","exitstatus":0})"
+                           "\n");
     // When its first bytes came, pytest had handed on its start record and nothing more.
-    CHECK(foreign.after == std::string(R"({"event":"start","test":"t::fork"})" "\n").size());
+    CHECK(foreign.after == std::string(R"({"event":"start","test":"t::fork"})"
+                                       "\n")
+                               .size());
 }
 
 TEST_CASE("bytes under pytest's pid after it was reaped are not pytest's", "[record_channel]") {
@@ -111,8 +126,7 @@ TEST_CASE("run_process reads the channel while the child runs; a subshell's writ
     // bash's printf is a builtin: the same process; ( ... ) forks a subshell. (Not dash: its
     // redirections stop at descriptor 9, and the channel is at RecordChannel::kChannelFloor.)
     CHECK(channel.child_end() >= RecordChannel::kChannelFloor);
-    spec.argv = {"/bin/bash", "-c", "printf 'one\\n' >&" + fd + "; (printf 'from a fork\\n' >&" + fd + "); printf 'two\\n' >&" + fd +
-                                      "; printf 'torn' >&" + fd};
+    spec.argv = {"/bin/bash", "-c", "printf 'one\\n' >&" + fd + "; (printf 'from a fork\\n' >&" + fd + "); printf 'two\\n' >&" + fd + "; printf 'torn' >&" + fd};
     spec.cwd = dir.path;
     spec.environment = environment_with({});
     spec.output = dir.path / "out.log";
@@ -244,12 +258,23 @@ TEST_CASE("pytest's exit status must be the one its results call for", "[process
 TEST_CASE("a foreign record names the process, the test it forked in, its events and tests", "[process_checks]") {
     ForeignSender sender;
     sender.pid = 77;
-    sender.lines = R"({"event":"result","test":"t::fork","outcome":"passed"})" "\n" R"({"event":"end","exitstatus":0})" "\n";
+    sender.lines = R"({"event":"result","test":"t::fork","outcome":"passed"})"
+                   "\n"
+                   R"({"event":"end","exitstatus":0})"
+                   "\n";
     sender.count = 2;
-    const std::string pytest = R"({"event":"session"})" "\n" R"({"event":"start","test":"t::a"})" "\n"
-                               R"({"event":"result","test":"t::a","outcome":"passed"})" "\n" R"({"event":"start","test":"t::fork"})" "\n";
+    const std::string pytest = R"({"event":"session"})"
+                               "\n"
+                               R"({"event":"start","test":"t::a"})"
+                               "\n"
+                               R"({"event":"result","test":"t::a","outcome":"passed"})"
+                               "\n"
+                               R"({"event":"start","test":"t::fork"})"
+                               "\n";
     sender.after = pytest.size();
-    auto doc = parse_json(foreign_record(sender, pytest + R"({"event":"start","test":"t::later"})" "\n"), "foreign");
+    auto doc = parse_json(foreign_record(sender, pytest + R"({"event":"start","test":"t::later"})"
+                                                          "\n"),
+                          "foreign");
     CHECK(std::string(doc["reason"].GetString()) ==
           "a process forked during t::fork (pid 77) wrote a result record and an end record naming t::fork: not evidence of this run");
     CHECK(doc["pid"].GetInt() == 77);
@@ -258,7 +283,12 @@ TEST_CASE("a foreign record names the process, the test it forked in, its events
     CHECK(std::string(doc["during"].GetString()) == "t::fork");
 
     sender.after = 0;  // before pytest handed on anything: forked at import or collection
-    sender.lines += "not json\n" R"({"event":"start","test":"t::b"})" "\n" R"({"event":"start","test":"t::c"})" "\n";
+    sender.lines +=
+        "not json\n"
+        R"({"event":"start","test":"t::b"})"
+        "\n"
+        R"({"event":"start","test":"t::c"})"
+        "\n";
     sender.count = 5;
     sender.torn = 9;
     doc = parse_json(foreign_record(sender, pytest), "foreign");

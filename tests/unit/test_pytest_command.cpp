@@ -57,7 +57,7 @@ TEST_CASE("every pytest process gets HOME, TMPDIR and the XDG base directories i
     CHECK(value_of(spec, "XDG_CACHE_HOME") == (sandbox / "home/.cache").string());
     CHECK(value_of(spec, "XDG_DATA_HOME") == (sandbox / "home/.local/share").string());
     CHECK(value_of(spec, "XDG_STATE_HOME") == (sandbox / "home/.local/state").string());
-    CHECK_FALSE(value_of(spec, "MPLCONFIGDIR"));  // dropped: matplotlib falls back to the sandboxed home
+    CHECK_FALSE(value_of(spec, "MPLCONFIGDIR"));                   // dropped: matplotlib falls back to the sandboxed home
     CHECK(value_of(spec, "XDG_RUNTIME_DIR") == "/run/user/1000");  // sockets, not the home
     for (const auto& e : spec.environment) CHECK(e.find("/home/ana") == std::string::npos);
 }

@@ -122,7 +122,8 @@ TEST_CASE("options that drop conftest files or reroute collection thin the run",
     CHECK(thinning_options({"-pno:doctest", "-p=no:x", "-p", "xdist"}) == std::vector<std::string>{"-p no:doctest", "-p no:x"});
     // Plugins every run blocks anyway; a warnings filter adds to the project's, it does not replace them.
     CHECK(thinning_options({"-p", "no:cacheprovider", "-pno:stepwise", "-pno:randomly", "-p", "no:random_order", "-W",
-                            "ignore"}).empty());
+                            "ignore"})
+              .empty());
     // Incomplete runs block already; these do not thin silently.
     CHECK(thinning_options({"-x", "--maxfail=2", "--maxfail", "3", "--exitfirst"}).empty());
     // Another config file or rootdir is another suite (its python_files, testpaths, addopts).

@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "io/error.hpp"
 #include "inputs/quarantine.hpp"
+#include "io/error.hpp"
 
 using evgate::InputError;
 using evgate::QuarantineEntry;

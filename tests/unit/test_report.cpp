@@ -329,8 +329,9 @@ TEST_CASE("a reproduce command is one line of its own below its row, with a copy
     const auto blocking = section(report_html(f.in()), "blocking");
     const auto row = blocking.find("<tr class=\"gb has-cmd\"><td class=id>t::blocks</td>");
     REQUIRE(row != std::string::npos);
-    const auto command = blocking.find("<tr class=\"cmdrow gb\"><td colspan=4><div class=repro><span class=tag>reproduce</span>"
-                                       "<code class=\"cmd\">cd /src &amp;&amp; python3 -m pytest");
+    const auto command = blocking.find(
+        "<tr class=\"cmdrow gb\"><td colspan=4><div class=repro><span class=tag>reproduce</span>"
+        "<code class=\"cmd\">cd /src &amp;&amp; python3 -m pytest");
     CHECK(command > row);
     CHECK(blocking.find("</tr>", row) < command);  // its own row, spanning the table: not a narrow column
     CHECK_THAT(blocking, Catch::Contains("</code><button type=button class=copy>copy</button></div></td></tr>"));

@@ -75,10 +75,10 @@ TEST_CASE("reruns a kept run already holds are not planned again; longer ones ar
     kept.push_back(alone);
 
     std::vector<evgate::RunPlan> planned(4);
-    planned[0].id = "seed.0.rerun.1", planned[0].order = "seed.0", planned[0].tests = {"a", "b"};        // as far: dropped
-    planned[1].id = "seed.0.rerun.2", planned[1].order = "seed.0", planned[1].tests = {"a", "b", "c"};   // new id: kept
-    planned[2].id = "seed.1.rerun.1", planned[2].order = "seed.1", planned[2].tests = {"c", "b"};        // new: as planned
-    planned[3].id = "alone.1", planned[3].order = "alone", planned[3].tests = {"y"};                       // another test
+    planned[0].id = "seed.0.rerun.1", planned[0].order = "seed.0", planned[0].tests = {"a", "b"};       // as far: dropped
+    planned[1].id = "seed.0.rerun.2", planned[1].order = "seed.0", planned[1].tests = {"a", "b", "c"};  // new id: kept
+    planned[2].id = "seed.1.rerun.1", planned[2].order = "seed.1", planned[2].tests = {"c", "b"};       // new: as planned
+    planned[3].id = "alone.1", planned[3].order = "alone", planned[3].tests = {"y"};                    // another test
     auto further = planned[0];
     further.tests = {"a", "b", "c"};  // the same id, further into the order: numbered after the kept ones
     planned.push_back(further);

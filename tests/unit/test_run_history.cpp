@@ -6,11 +6,11 @@
 #include <sstream>
 #include <thread>
 
-#include "io/error.hpp"
-#include "reports/history_archive.hpp"
 #include "history_support.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
+#include "reports/history_archive.hpp"
 #include "reports/report.hpp"
 #include "reports/report_extras.hpp"
 #include "reports/run_history.hpp"
@@ -180,7 +180,8 @@ TEST_CASE("EVIDENCE_GATE_HISTORY: each row that does not pass says how it fared 
     CHECK_FALSE(extras->already_bad);
     // This run counts: stable, flaky, flaky, stable is two flips.
     CHECK_THAT(extras->markdown, Catch::Contains("### Flips most often") && Catch::Contains("over the last 4 runs of the suite"));
-    CHECK_THAT(extras->markdown, Catch::Contains("| `t::coin` | 2 | 2 / 4 | stable \xE2\x86\x92 flaky \xC3\x97" "2 \xE2\x86\x92 stable |"));
+    CHECK_THAT(extras->markdown, Catch::Contains("| `t::coin` | 2 | 2 / 4 | stable \xE2\x86\x92 flaky \xC3\x97"
+                                                 "2 \xE2\x86\x92 stable |"));
     CHECK_THAT(extras->html, Catch::Contains("<section id=history><h2>Flips most often</h2>"));
 
     CHECK(extras->note(now[4]) == "bad in 2 of the last 3 runs on main (flaky 1, failing 1), first on commit-r2");

@@ -84,11 +84,7 @@ TEST_CASE("anything else is no run id", "[run_id]") {
 
 TEST_CASE("outcome words are read back as they are written, and each says what it does of the test", "[outcome]") {
     const std::pair<Outcome, OutcomeClass> all[] = {
-        {Outcome::passed, OutcomeClass::pass},       {Outcome::failed, OutcomeClass::fail},
-        {Outcome::error, OutcomeClass::fail},        {Outcome::skipped, OutcomeClass::skip},
-        {Outcome::xfailed, OutcomeClass::pass},      {Outcome::xpassed, OutcomeClass::pass},
-        {Outcome::uncalled, OutcomeClass::none},     {Outcome::interrupted, OutcomeClass::none},
-        {Outcome::missing, OutcomeClass::none}};
+        {Outcome::passed, OutcomeClass::pass}, {Outcome::failed, OutcomeClass::fail}, {Outcome::error, OutcomeClass::fail}, {Outcome::skipped, OutcomeClass::skip}, {Outcome::xfailed, OutcomeClass::pass}, {Outcome::xpassed, OutcomeClass::pass}, {Outcome::uncalled, OutcomeClass::none}, {Outcome::interrupted, OutcomeClass::none}, {Outcome::missing, OutcomeClass::none}};
     std::set<std::string_view> words;
     for (const auto& [outcome, cls] : all) {
         const auto word = to_string(outcome);
@@ -191,12 +187,12 @@ TEST_CASE("no file of tools/core spells a run id or an outcome word but the type
         {"inputs/evidence_layout.hpp", "interrupted"},  // a folder of the evidence directory
         {"inputs/junit.cpp", "error"},                  // JUnit XML element names
         {"inputs/junit.cpp", "skipped"},
-        {"reports/junit_writer.cpp", "skipped"},        // a JUnit XML attribute name
-        {"reports/report_heat_map.cpp", "passed"},      // the legend's text for people
+        {"reports/junit_writer.cpp", "skipped"},    // a JUnit XML attribute name
+        {"reports/report_heat_map.cpp", "passed"},  // the legend's text for people
         {"reports/report_heat_map.cpp", "failed"},
         {"reports/report_heat_map.cpp", "skipped"},
-        {"reports/report_html.cpp", "pass"},            // an English verb ("... pass")
-        {"runs/column.cpp", "perturbed"},               // the perturbed run's column name
+        {"reports/report_html.cpp", "pass"},  // an English verb ("... pass")
+        {"runs/column.cpp", "perturbed"},     // the perturbed run's column name
     };
     std::set<std::pair<std::string, std::string>> used;
     std::size_t files = 0;

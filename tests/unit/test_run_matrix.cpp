@@ -2,8 +2,8 @@
 
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/run_matrix.hpp"
 #include "support.hpp"
+#include "verdicts/run_matrix.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;
@@ -40,7 +40,10 @@ std::string result(const std::string& test, const std::string& outcome, const st
            R"(","outcome":")" + outcome + "\"" + extra + "}\n";
 }
 
-const std::string kFinished = R"({"event":"end","exitstatus":1})" "\n" R"({"event":"finished","complete":true,"receipt":"r1"})" "\n";
+const std::string kFinished = R"({"event":"end","exitstatus":1})"
+                              "\n"
+                              R"({"event":"finished","complete":true,"receipt":"r1"})"
+                              "\n";
 
 }  // namespace
 
@@ -62,8 +65,7 @@ TEST_CASE("attempts: one per planned place, in run order, with what the records 
     CHECK(shown(matrix.attempts("t::c")) == std::vector<std::string>{"seed.1=missing"});  // a runner without a result says nothing
     CHECK(matrix.attempts("t::never").empty());
     CHECK(matrix.outcomes(matrix.find("t::a")) ==
-          std::vector<std::pair<std::string, std::string>>{{"seed.0", "passed"}, {"seed.1", "interrupted"},
-                                                            {"seed.0.rerun.1", "passed"}, {"seed.0.rerun.1", "passed"}});
+          std::vector<std::pair<std::string, std::string>>{{"seed.0", "passed"}, {"seed.1", "interrupted"}, {"seed.0.rerun.1", "passed"}, {"seed.0.rerun.1", "passed"}});
 }
 
 TEST_CASE("only the message of a failure or skip is kept, and a run with a problem has no attempts", "[run_matrix]") {
@@ -99,14 +101,18 @@ TEST_CASE("runs streamed from their files give the attempts the harness reads", 
     // seed.1's results come out of plan order and include a test it did not plan; seed.2 is of
     // another receipt; seed.10 sorts after seed.2; alone.1 after the seeds.
     write_run(dir, run("seed.0", {"t::a", "t::b", "t::c"}, {}),
-              R"({"event":"session","rootdir":"/r","conftests":[]})" "\n" + result("t::a", "passed") +
+              R"({"event":"session","rootdir":"/r","conftests":[]})"
+              "\n" +
+                  result("t::a", "passed") +
                   result("t::b", "failed", R"(,"message":"boom","dirty":["g"])") + result("t::c", "skipped", R"(,"message":"later")") + kFinished);
     write_run(dir, run("seed.1", {"t::c", "t::b", "t::a"}, {}),
               result("t::c", "passed") + result("t::a", "failed") + result("t::x", "passed") +
-                  R"({"event":"interrupted","test":"t::b","reason":"died"})" "\n" + kFinished);
-    write_run(dir, run("seed.2", {"t::a"}, {}), result("t::a", "error") + R"({"event":"finished","complete":true,"receipt":"r0"})" "\n");
-    write_run(dir, run("seed.10", {"t::b", "t::a"}, {}), result("t::b", "passed") + result("t::a", "passed") +
-                                                            result("t::a", "xfailed") + kFinished);
+                  R"({"event":"interrupted","test":"t::b","reason":"died"})"
+                  "\n" +
+                  kFinished);
+    write_run(dir, run("seed.2", {"t::a"}, {}), result("t::a", "error") + R"({"event":"finished","complete":true,"receipt":"r0"})"
+                                                                          "\n");
+    write_run(dir, run("seed.10", {"t::b", "t::a"}, {}), result("t::b", "passed") + result("t::a", "passed") + result("t::a", "xfailed") + kFinished);
     auto alone = run("alone.1", {"t::b"}, {});
     alone.plan.order = "alone";
     write_run(dir, alone, result("t::b", "failed", R"(,"message":"alone")") + kFinished);

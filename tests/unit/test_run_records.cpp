@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
 #include "support.hpp"
@@ -13,23 +13,39 @@ namespace {
 
 // The same run as the plugin writes it (compact) and as json.dumps writes it by default (spaced).
 const char* const kCompact =
-    R"({"event":"session","rootdir":"/r","configfile":null,"conftests":["/r/conftest.py"],"collected":3,"unlisted":[],"absent":["t::gone"]})" "\n"
-    R"({"event":"start","test":"t::a"})" "\n"
-    R"({"event":"result","test":"t::a","outcome":"failed","dirty":["db"],"message":"assert 1 == 2","phases":{"call":"failed"},"duration":0.5})" "\n"
-    R"({"event":"start","test":"t::b"})" "\n"
-    R"({"event":"interrupted","test":"t::b","reason":"killed by signal 9"})" "\n"
-    R"({"event":"end","exitstatus":1})" "\n"
-    R"({"event":"torn","bytes":12})" "\n"
-    R"({"event":"finished","complete":true,"receipt":"r1","processes":2,"note":""})" "\n";
+    R"({"event":"session","rootdir":"/r","configfile":null,"conftests":["/r/conftest.py"],"collected":3,"unlisted":[],"absent":["t::gone"]})"
+    "\n"
+    R"({"event":"start","test":"t::a"})"
+    "\n"
+    R"({"event":"result","test":"t::a","outcome":"failed","dirty":["db"],"message":"assert 1 == 2","phases":{"call":"failed"},"duration":0.5})"
+    "\n"
+    R"({"event":"start","test":"t::b"})"
+    "\n"
+    R"({"event":"interrupted","test":"t::b","reason":"killed by signal 9"})"
+    "\n"
+    R"({"event":"end","exitstatus":1})"
+    "\n"
+    R"({"event":"torn","bytes":12})"
+    "\n"
+    R"({"event":"finished","complete":true,"receipt":"r1","processes":2,"note":""})"
+    "\n";
 const char* const kSpaced =
-    R"({"absent": ["t::gone"], "collected": 3, "configfile": null, "conftests": ["/r/conftest.py"], "event": "session", "rootdir": "/r", "unlisted": []})" "\n"
-    R"({"event": "start", "test": "t::a"})" "\n"
-    R"({"dirty": ["db"], "duration": 0.5, "event": "result", "message": "assert 1 == 2", "outcome": "failed", "phases": {"call": "failed"}, "test": "t::a"})" "\n"
-    R"({"event": "start", "test": "t::b"})" "\n"
-    R"({"event": "interrupted", "reason": "killed by signal 9", "test": "t::b"})" "\n"
-    R"({"event": "end", "exitstatus": 1})" "\n"
-    R"({"bytes": 12, "event": "torn"})" "\n"
-    R"({"complete": true, "event": "finished", "note": "", "processes": 2, "receipt": "r1"})" "\n";
+    R"({"absent": ["t::gone"], "collected": 3, "configfile": null, "conftests": ["/r/conftest.py"], "event": "session", "rootdir": "/r", "unlisted": []})"
+    "\n"
+    R"({"event": "start", "test": "t::a"})"
+    "\n"
+    R"({"dirty": ["db"], "duration": 0.5, "event": "result", "message": "assert 1 == 2", "outcome": "failed", "phases": {"call": "failed"}, "test": "t::a"})"
+    "\n"
+    R"({"event": "start", "test": "t::b"})"
+    "\n"
+    R"({"event": "interrupted", "reason": "killed by signal 9", "test": "t::b"})"
+    "\n"
+    R"({"event": "end", "exitstatus": 1})"
+    "\n"
+    R"({"bytes": 12, "event": "torn"})"
+    "\n"
+    R"({"complete": true, "event": "finished", "note": "", "processes": 2, "receipt": "r1"})"
+    "\n";
 
 RunRecords read(const TempDir& dir, const std::string& text) {
     write_file_atomic(dir.path / "seed.0.jsonl", test::sealed(text));
@@ -80,11 +96,16 @@ TEST_CASE("a run's records that are not records name file, line and value", "[ru
 
 TEST_CASE("a later result of a test replaces the earlier, and members of other events are not checked", "[run_records]") {
     TempDir dir;
-    const auto run = read(dir, R"({"event":"result","test":"t::a","outcome":"failed","message":"x"})" "\n"
-                               R"({"event":"result","test":"t::a","outcome":"passed","dirty":null})" "\n"
-                               R"({"event":"start","test":"t::b","outcome":5,"dirty":"no"})" "\n"
-                               R"({"event":"end","exitstatus":3.5})" "\n"
-                               R"({"event":"session","collected":"many"})" "\n");
+    const auto run = read(dir, R"({"event":"result","test":"t::a","outcome":"failed","message":"x"})"
+                               "\n"
+                               R"({"event":"result","test":"t::a","outcome":"passed","dirty":null})"
+                               "\n"
+                               R"({"event":"start","test":"t::b","outcome":5,"dirty":"no"})"
+                               "\n"
+                               R"({"event":"end","exitstatus":3.5})"
+                               "\n"
+                               R"({"event":"session","collected":"many"})"
+                               "\n");
     CHECK(run.results.at("t::a").outcome == "passed");
     CHECK(run.results.at("t::a").message.empty());
     CHECK(run.exit_statuses.empty());
@@ -104,7 +125,10 @@ TEST_CASE("the finished record seals the records before it: an edit or an append
     const auto name = file.string();
     {
         RecordsFile records(file);
-        records.append(R"({"event":"start","test":"t::a"})" "\n" R"({"event":"result","test":"t::a","outcome":"failed"})" "\n");
+        records.append(R"({"event":"start","test":"t::a"})"
+                       "\n"
+                       R"({"event":"result","test":"t::a","outcome":"failed"})"
+                       "\n");
         records.append_record(R"({"event":"end","exitstatus":1})");
         records.finish(R"({"event":"finished","complete":true,"receipt":"r1"})");
     }
@@ -119,7 +143,8 @@ TEST_CASE("the finished record seals the records before it: an edit or an append
                       Catch::StartsWith(name + ":4: the records before the 'finished' record are not what evgate wrote (") &&
                           Catch::EndsWith("): the file was changed after evgate wrote it"));
 
-    write_file_atomic(file, sealed + R"({"event":"result","test":"t::a","outcome":"passed"})" "\n");
+    write_file_atomic(file, sealed + R"({"event":"result","test":"t::a","outcome":"passed"})"
+                                     "\n");
     CHECK_THROWS_WITH(read_run_records(file), name + ":5: a record after the 'finished' record: the file was appended to after evgate closed it");
 
     const auto unsealed = sealed.substr(0, sealed.find(R"(,"bytes")")) + "}\n";
@@ -141,26 +166,41 @@ TEST_CASE("a records file starts empty, and clear() empties it for a run done ag
     records.append_record(R"({"event":"start","test":"t::a"})");
     records.clear();
     records.append_record(R"({"event":"start","test":"t::b"})");
-    CHECK(read_file(file) == R"({"event":"start","test":"t::b"})" "\n");
+    CHECK(read_file(file) == R"({"event":"start","test":"t::b"})"
+                             "\n");
     CHECK(records.text() == read_file(file));
 }
 
 TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order, exit status", "[run_records]") {
     const auto run = parse_run_records(
-        R"({"event":"session","rootdir":"/r"})" "\n"
-        R"({"event":"outside","phase":"collection","changed":["data"]})" "\n"
-        R"({"event":"start","test":"t::y"})" "\n"
-        R"x({"event":"result","test":"t::y","outcome":"passed","changed":["data","db"],"dirty":[],"unblamed":["data","db"],"leftover":"a thread left by t::x ('Thread-1')"})x" "\n"
-        R"({"event":"outside","phase":"session end","changed":["db"]})" "\n"
-        R"({"event":"end","exitstatus":0,"final":1})" "\n"
-        R"({"event":"status","reason":"a pytest_sessionfinish hook changed it"})" "\n"
-        R"({"event":"session","rootdir":"/r"})" "\n"
-        R"({"event":"foreign","pid":7,"reason":"a process forked during t::y (pid 7) wrote a result record"})" "\n"
-        R"({"event":"order","reason":"t::b ran 1st, planned 2nd"})" "\n"
-        R"({"event":"outside","phase":"exit","changed":["data"]})" "\n"
-        R"({"event":"outside","phase":"fixture teardown","fixture":"server","scope":"session","location":"conftest.py:4","test":"t::z","changed":["data"]})" "\n"
-        R"({"event":"outside","phase":"fixture setup","fixture":"db","scope":"module","location":null,"test":null,"changed":["db"]})" "\n"
-        R"({"event":"end","exitstatus":0,"finish":0,"final":1})" "\n",
+        R"({"event":"session","rootdir":"/r"})"
+        "\n"
+        R"({"event":"outside","phase":"collection","changed":["data"]})"
+        "\n"
+        R"({"event":"start","test":"t::y"})"
+        "\n"
+        R"x({"event":"result","test":"t::y","outcome":"passed","changed":["data","db"],"dirty":[],"unblamed":["data","db"],"leftover":"a thread left by t::x ('Thread-1')"})x"
+        "\n"
+        R"({"event":"outside","phase":"session end","changed":["db"]})"
+        "\n"
+        R"({"event":"end","exitstatus":0,"final":1})"
+        "\n"
+        R"({"event":"status","reason":"a pytest_sessionfinish hook changed it"})"
+        "\n"
+        R"({"event":"session","rootdir":"/r"})"
+        "\n"
+        R"({"event":"foreign","pid":7,"reason":"a process forked during t::y (pid 7) wrote a result record"})"
+        "\n"
+        R"({"event":"order","reason":"t::b ran 1st, planned 2nd"})"
+        "\n"
+        R"({"event":"outside","phase":"exit","changed":["data"]})"
+        "\n"
+        R"({"event":"outside","phase":"fixture teardown","fixture":"server","scope":"session","location":"conftest.py:4","test":"t::z","changed":["data"]})"
+        "\n"
+        R"({"event":"outside","phase":"fixture setup","fixture":"db","scope":"module","location":null,"test":null,"changed":["db"]})"
+        "\n"
+        R"({"event":"end","exitstatus":0,"finish":0,"final":1})"
+        "\n",
         "seed.0.jsonl");
     std::vector<std::string> shown;
     for (const auto& d : run.doubts) shown.push_back(d.check + "@" + std::to_string(d.process) + ": " + d.reason);
@@ -187,8 +227,14 @@ TEST_CASE("records that doubt a run: outside any test, unblamed, foreign, order,
     CHECK(run.finish_statuses == std::vector<int>{0});
     CHECK(run.changed_outside == std::vector<std::string>{"data", "db", "data", "data", "db"});
     CHECK(run.results.at("t::y").dirty.empty());
-    CHECK_THROWS_WITH(parse_run_records(R"({"event":"outside","changed":[]})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'phase'");
-    CHECK_THROWS_WITH(parse_run_records(R"({"event":"order"})" "\n", "x.jsonl"), "x.jsonl:1: missing string 'reason'");
+    CHECK_THROWS_WITH(parse_run_records(R"({"event":"outside","changed":[]})"
+                                        "\n",
+                                        "x.jsonl"),
+                      "x.jsonl:1: missing string 'phase'");
+    CHECK_THROWS_WITH(parse_run_records(R"({"event":"order"})"
+                                        "\n",
+                                        "x.jsonl"),
+                      "x.jsonl:1: missing string 'reason'");
 }
 
 TEST_CASE("a line on the record channel that is not a record becomes a noise record naming the running test", "[run_records]") {

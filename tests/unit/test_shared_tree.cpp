@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixtures/shared_tree.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
-#include "fixtures/shared_tree.hpp"
 #include "support.hpp"
 
 using namespace evgate;
@@ -31,7 +31,7 @@ std::string refusal(const fs::path& dir) {
 TEST_CASE("a run overlapped a change when another touching run's span crosses its own", "[tree]") {
     const std::vector<RunSpan> spans = {
         {"reader", 100, 200, false},
-        {"early", 10, 100, true},   // ended as the reader started: no overlap
+        {"early", 10, 100, true},    // ended as the reader started: no overlap
         {"beside", 150, 300, true},  // overlaps
         {"quiet", 120, 180, false},  // overlaps, but changed nothing
     };
@@ -49,7 +49,7 @@ TEST_CASE("the build trees over a ROOT are registered once each, and pruned when
     fs::create_directories(root), fs::create_directories(a), fs::create_directories(b);
     register_store(root, a);
     register_store(root, b);
-    register_store(root, a / "." );  // the same directory, spelled otherwise
+    register_store(root, a / ".");  // the same directory, spelled otherwise
     CHECK(registered_stores(root) == std::vector<fs::path>{a, b});
     fs::remove_all(top / "b");
     prune_stores(root);
@@ -70,9 +70,10 @@ TEST_CASE("the state directory is refused when another user owns it, group or ot
     const auto me = std::to_string(::geteuid());
     if (::geteuid() == 0) {
         REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
-        CHECK(refusal(foreign) == "the state directory '" + foreign.string() + "' is owned by uid 65534, not by you (uid 0): "
-                                  "refusing to trust it (another user could have planted it); remove it or set "
-                                  "EVIDENCE_GATE_STATE_DIR");
+        CHECK(refusal(foreign) == "the state directory '" + foreign.string() +
+                                      "' is owned by uid 65534, not by you (uid 0): "
+                                      "refusing to trust it (another user could have planted it); remove it or set "
+                                      "EVIDENCE_GATE_STATE_DIR");
     }
     CHECK_THAT(refusal(open), Catch::Contains("has mode 0770 (group or other permission bits)") &&
                                   Catch::Contains("chmod 700 it"));

@@ -47,8 +47,7 @@ TEST_CASE("the order is a pure function of seed and ids: pinned on every machine
     const auto order = shuffled_order(collected, 1);
     CHECK(order == std::vector<std::string>{"c", "d", "b", "a"});
     CHECK(shuffled_order({{"d", false}, {"c", false}, {"b", false}, {"a", false}}, 1) == order);
-    CHECK(shuffled_order({{"tests/test_x.py::test_a", false}, {"tests/test_x.py::test_b[1]", false},
-                          {"tests/test_x.py::test_c", false}}, 42) ==
+    CHECK(shuffled_order({{"tests/test_x.py::test_a", false}, {"tests/test_x.py::test_b[1]", false}, {"tests/test_x.py::test_c", false}}, 42) ==
           std::vector<std::string>{"tests/test_x.py::test_b[1]", "tests/test_x.py::test_c", "tests/test_x.py::test_a"});
 }
 
@@ -155,8 +154,7 @@ TEST_CASE("a module-contiguous shuffle keeps modules and classes together and mo
 
 TEST_CASE("a module-contiguous order is pinned on every machine", "[shuffle]") {
     // XXH3 is specified bit for bit; if this changes, recorded orders stop reproducing.
-    const std::vector<CollectedTest> collected = {{"a.py::t1", false}, {"a.py::t2", false}, {"b.py::t1", false},
-                                                  {"b.py::C::t1", false}, {"b.py::C::t2", false}};
+    const std::vector<CollectedTest> collected = {{"a.py::t1", false}, {"a.py::t2", false}, {"b.py::t1", false}, {"b.py::C::t1", false}, {"b.py::C::t2", false}};
     CHECK(module_shuffled_order(collected, 2) ==
           std::vector<std::string>{"b.py::t1", "b.py::C::t1", "b.py::C::t2", "a.py::t2", "a.py::t1"});
 }

@@ -1,33 +1,33 @@
 // The source tree outside the fixture groups: put back, kept, new files named, collections recorded.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <rapidjson/document.h>
 
-#include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
-#include "runs/receipt.hpp"
 #include "fixture_project.hpp"
+#include "fixtures/fixture_store.hpp"
+#include "io/error.hpp"
+#include "runs/receipt.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace evgate;
 using evgate::test::Env;
-using evgate::test::Project;
 using evgate::test::mode_of;
+using evgate::test::Project;
 
 TEST_CASE("the source tree outside the groups: an edit, a removal and a chmod are put back and kept, new files named and left",
           "[store]") {

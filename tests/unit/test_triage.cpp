@@ -144,10 +144,10 @@ Attempt fresh(std::string run, std::string order, std::string outcome, std::vect
 TEST_CASE("fresh processes needed to set forks' failures aside: as many as make chance less than once in 100", "[triage]") {
     using evgate::fresh_runs_needed;
     CHECK(fresh_runs_needed(0, 5) == 0);
-    CHECK(fresh_runs_needed(3, 3) == 7);    // C(3,3)/C(10,3) = 1/120
-    CHECK(fresh_runs_needed(5, 5) == 4);    // 1/126
-    CHECK(fresh_runs_needed(10, 10) == 3);  // 1/286
-    CHECK(fresh_runs_needed(8, 10) == 5);   // 45/3268760... 45/C(15,8) = 45/6435
+    CHECK(fresh_runs_needed(3, 3) == 7);                      // C(3,3)/C(10,3) = 1/120
+    CHECK(fresh_runs_needed(5, 5) == 4);                      // 1/126
+    CHECK(fresh_runs_needed(10, 10) == 3);                    // 1/286
+    CHECK(fresh_runs_needed(8, 10) == 5);                     // 45/3268760... 45/C(15,8) = 45/6435
     CHECK(fresh_runs_needed(2, 3) > evgate::kMostFreshRuns);  // too few forks failed it to tell
     CHECK(fresh_runs_needed(1, 10) > evgate::kMostFreshRuns);
 }
@@ -249,7 +249,7 @@ TEST_CASE("a test that fails only beside other runs, and passes each time they a
                                   beside("seed.2", "seed.2", "failed"), attempt("seed.2.apart", "seed.2", "passed"),
                                   seed(1, "passed")};
     CHECK_FALSE(classify(twice).collides);  // 2 of 2 beside: chance is not ruled out
-    for (int k = 3; k <= 6; ++k) {  // 5 of 5 beside, 5 passes alone: 1 chance in 126
+    for (int k = 3; k <= 6; ++k) {          // 5 of 5 beside, 5 passes alone: 1 chance in 126
         if (k == 5) continue;
         twice.push_back(beside("seed." + std::to_string(k), "seed." + std::to_string(k), "failed"));
         twice.push_back(attempt("seed." + std::to_string(k) + ".apart", "seed." + std::to_string(k), "passed"));

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "support.hpp"
 #include "verdicts/verdict_store.hpp"

@@ -50,7 +50,7 @@ po::variables_map parse(const Args& args, const Options& accepted) {
 Invocation::Invocation(po::variables_map options, Loads loads) : options_(std::move(options)) {
     if (loads == Loads::nothing) return;
     suite_ = load_suite_config(get<std::string>("suite"));
-    export_search_paths(*suite_);  // before anything starts a process
+    export_search_paths(*suite_);           // before anything starts a process
     claim_for_ctest(suite_->evidence_dir);  // before anything in it is read or written
     if (loads == Loads::suite) return;
     receipt_ = load_receipt(suite_->receipt_file());
@@ -71,7 +71,9 @@ std::string command_help(const Command& command) {
     const auto accepted = accepted_by(command);
     std::ostringstream out;
     out << "usage: evgate " << command.name << " [options]" << (accepted.synopsis.empty() ? "" : " " + accepted.synopsis)
-        << "\n" << command.name << ": " << command.summary << "\n\n" << accepted.named;
+        << "\n"
+        << command.name << ": " << command.summary << "\n\n"
+        << accepted.named;
     return out.str();
 }
 

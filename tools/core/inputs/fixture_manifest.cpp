@@ -4,8 +4,8 @@
 #include <istream>
 #include <string_view>
 
-#include "io/error.hpp"
 #include "inputs/glob.hpp"
+#include "io/error.hpp"
 
 namespace evgate {
 namespace {

@@ -19,7 +19,10 @@ namespace {
 // sequence stands for itself, so that odd bytes pass through unchanged rather than vanish.
 std::pair<char32_t, std::size_t> code_point_at(std::string_view text, std::size_t i) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2
+                                             : (lead >> 4) == 0xE   ? 3
+                                             : (lead >> 3) == 0x1E  ? 4
+                                                                    : 0;
     if (length <= 1 || i + length > text.size()) return {lead, 1};
     char32_t c = lead & (0x7Fu >> length);
     for (std::size_t k = 1; k < length; ++k) {

@@ -14,14 +14,14 @@
 namespace evgate {
 
 struct JUnitRun {
-    std::string name;      // the report's hostname, else the file's stem
-    std::string hostname;  // "" when no <testsuite> names one
+    std::string name;                           // the report's hostname, else the file's stem
+    std::string hostname;                       // "" when no <testsuite> names one
     std::map<std::string, TestResult> results;  // node id -> passed failed error skipped xfailed
     // From evgate's own junit.xml (a testcase with an "outcomes" property): run id -> node id ->
     // that attempt's outcome, for the runs the writing machine ran itself; such a test has no
     // entry in `results`. Its blocking suite rows (property scope=suite) are no tests: skipped.
     std::map<std::string, std::map<std::string, TestResult>> attempts;
-    std::vector<std::string> unmapped;          // "classname::name" matching no collected id, or several; sorted
+    std::vector<std::string> unmapped;  // "classname::name" matching no collected id, or several; sorted
 };
 
 // Where pytest's junitxml files a node id: its <testcase classname=... name=...>.

@@ -13,7 +13,7 @@ namespace evgate {
 enum class Outcome {
     passed,
     failed,
-    error,    // in setup or teardown
+    error,  // in setup or teardown
     skipped,
     xfailed,  // failed as expected
     xpassed,  // passed unexpectedly (not strict)
@@ -45,14 +45,17 @@ inline bool is(std::string_view word, Outcome outcome) { return word == to_strin
 // What an outcome says about the test: passed, xfailed and xpassed pass; failed and error fail;
 // skipped skips; the rest (and a word that is no outcome) have no result. In the order of their
 // words, so that maps keyed by class keep the order they had when keyed by word.
-enum class OutcomeClass { none, fail, pass, skip };
+enum class OutcomeClass { none,
+                          fail,
+                          pass,
+                          skip };
 OutcomeClass outcome_class(std::string_view outcome);
 std::string_view to_string(OutcomeClass cls);  // "pass" "fail" "skip", "" for none
 
 // One test's result in one run, as its records (or a JUnit file) give it.
 struct TestResult {
-    std::string outcome;  // the word as read: passed failed error skipped xfailed xpassed
-    std::vector<std::string> dirty;    // groups it changed without declaring them
+    std::string outcome;             // the word as read: passed failed error skipped xfailed xpassed
+    std::vector<std::string> dirty;  // groups it changed without declaring them
     std::string message;
     std::vector<std::string> changed;  // every group it changed, declared or not
     double seconds = -1;               // setup, call and teardown, as pytest measured them; -1: not said

@@ -38,10 +38,13 @@ std::optional<fs::path> config_in(const fs::path& dir) {
         const char* section;  // nullptr: the file counts whatever it holds
     };
     static const Candidate candidates[] = {
-        {"pytest.ini", nullptr},          {".pytest.ini", nullptr},
-        {"pytest.toml", nullptr},         {".pytest.toml", nullptr},
+        {"pytest.ini", nullptr},
+        {".pytest.ini", nullptr},
+        {"pytest.toml", nullptr},
+        {".pytest.toml", nullptr},
         {"pyproject.toml", "[tool.pytest.ini_options]"},
-        {"tox.ini", "[pytest]"},          {"setup.cfg", "[tool:pytest]"},
+        {"tox.ini", "[pytest]"},
+        {"setup.cfg", "[tool:pytest]"},
     };
     std::error_code ec;
     for (const auto& c : candidates) {

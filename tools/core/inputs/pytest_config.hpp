@@ -59,11 +59,11 @@ std::vector<PytestOption> pytest_options(const std::vector<std::string>& args, b
 // What an option does to the evidence of a run.
 enum class OptionEffect {
     none,
-    thins,  // fewer tests collected or run, or failures turned into passes: -k, -m, --deselect,
-            // --ignore, --ignore-glob, -p no:... (but the plugins evgate blocks anyway),
-            // --noconftest, --confcutdir, --pyargs, -o python_files/python_classes/
-            // python_functions/testpaths/norecursedirs/addopts/filterwarnings=...,
-            // -o xfail_strict=false, --reruns (pytest-rerunfailures)
+    thins,   // fewer tests collected or run, or failures turned into passes: -k, -m, --deselect,
+             // --ignore, --ignore-glob, -p no:... (but the plugins evgate blocks anyway),
+             // --noconftest, --confcutdir, --pyargs, -o python_files/python_classes/
+             // python_functions/testpaths/norecursedirs/addopts/filterwarnings=...,
+             // -o xfail_strict=false, --reruns (pytest-rerunfailures)
     hollow,  // tests reported without being called: --setup-only, --setup-plan, --collect-only
 };
 OptionEffect option_effect(const PytestOption& option);

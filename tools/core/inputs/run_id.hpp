@@ -17,8 +17,15 @@ namespace evgate {
 
 class RunId {
 public:
-    enum class Kind { seed, first, alone, sweep, perturbed, probe };
-    enum class Step { rerun, apart, fresh };
+    enum class Kind { seed,
+                      first,
+                      alone,
+                      sweep,
+                      perturbed,
+                      probe };
+    enum class Step { rerun,
+                      apart,
+                      fresh };
     struct Suffix {
         Step step;
         std::uint64_t number;  // 0 for apart
@@ -49,8 +56,8 @@ public:
     bool is_alone() const { return kind_ == Kind::alone; }
     bool is_sweep() const { return kind_ == Kind::sweep; }
     bool is_perturbed() const { return kind_ == Kind::perturbed; }
-    bool is_plain() const { return suffixes_.empty(); }  // the kind's own run: no suffix
-    bool has(Step step) const;                           // one of its suffixes is a `step`
+    bool is_plain() const { return suffixes_.empty(); }                                           // the kind's own run: no suffix
+    bool has(Step step) const;                                                                    // one of its suffixes is a `step`
     bool is_apart() const { return !suffixes_.empty() && suffixes_.back().step == Step::apart; }  // a redo alone
     bool is_fresh() const { return !suffixes_.empty() && suffixes_.back().step == Step::fresh; }  // a fresh replay
 

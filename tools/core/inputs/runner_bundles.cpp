@@ -5,9 +5,9 @@
 #include <set>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/junit.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "inputs/junit.hpp"
 #include "io/natural_order.hpp"
 
 namespace fs = std::filesystem;

@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
+#include "verdicts/manifest_diff.hpp"
 
 namespace evgate {
 
 struct RunnerBundles {
-    std::vector<LoadedRun> runs;    // column runner: "<host>:seed.0" ... or "<host>" for JUnit
-    std::vector<std::string> names; // one per runner
-    std::map<std::string, std::vector<DriftEntry>> drift;  // runner -> manifest drift from local
+    std::vector<LoadedRun> runs;                                // column runner: "<host>:seed.0" ... or "<host>" for JUnit
+    std::vector<std::string> names;                             // one per runner
+    std::map<std::string, std::vector<DriftEntry>> drift;       // runner -> manifest drift from local
     std::vector<std::pair<std::string, std::string>> left_out;  // bundle path -> why it was left out
     std::map<std::string, std::vector<std::string>> unmapped;   // runner -> JUnit cases matching no test
 };

@@ -7,12 +7,12 @@
 
 #include "inputs/evidence_layout.hpp"
 #include "inputs/run_id.hpp"
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "runs/run_records.hpp"
 #include "runs/receipt_sources.hpp"
 #include "runs/run_plan.hpp"
+#include "runs/run_records.hpp"
 
 namespace fs = std::filesystem;
 

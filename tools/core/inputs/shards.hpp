@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "verdicts/manifest_diff.hpp"
-#include "runs/receipt.hpp"
 #include "inputs/suite_config.hpp"
+#include "runs/receipt.hpp"
+#include "verdicts/manifest_diff.hpp"
 
 namespace evgate {
 

@@ -1,8 +1,8 @@
 // The suite as evidence_gate_add_suite() configured it: suite.json in the evidence directory.
 #pragma once
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,14 +17,14 @@ struct SuiteConfig {
     std::filesystem::path evidence_dir;  // everything we write goes below it
     std::filesystem::path plugin_dir;    // holds evidence_gate_pytest.py
     std::string python;
-    std::vector<std::string> tests;        // pytest arguments, relative to root
-    std::vector<std::string> pytest_args;  // extra pytest arguments
-    std::vector<std::string> environment;  // VAR=value for every run
+    std::vector<std::string> tests;                 // pytest arguments, relative to root
+    std::vector<std::string> pytest_args;           // extra pytest arguments
+    std::vector<std::string> environment;           // VAR=value for every run
     std::vector<std::string> python_path_prepend;   // PYTHON_PATH_PREPEND: after the plugin's directory
     std::vector<std::string> library_path_prepend;  // LIBRARY_PATH_PREPEND: before LD_LIBRARY_PATH
     struct Dependency {
-        std::string target;             // a DEPENDS target
-        std::filesystem::path file;     // what it builds: collection depends on it
+        std::string target;          // a DEPENDS target
+        std::filesystem::path file;  // what it builds: collection depends on it
     };
     std::vector<Dependency> depends;
     std::optional<std::filesystem::path> fixtures;

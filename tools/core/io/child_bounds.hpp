@@ -12,7 +12,9 @@ namespace evgate {
 class ChildBounds {
 public:
     using Clock = std::chrono::steady_clock;
-    enum class Send { nothing, terminate, kill };  // to the child's group: SIGTERM, SIGKILL
+    enum class Send { nothing,
+                      terminate,
+                      kill };  // to the child's group: SIGTERM, SIGKILL
 
     // `timeout` 0: no bound on the whole run.
     ChildBounds(Clock::time_point start, std::chrono::milliseconds timeout, std::chrono::milliseconds grace);

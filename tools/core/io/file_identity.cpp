@@ -156,7 +156,7 @@ std::string hex_escape(const char* prefix, unsigned byte) {
 
 std::string json_path_literal(std::string_view bytes) {
     std::string out = "\"";
-    const auto plain = [](char c) { return c >= 0x20 && c != '"' && c != '\\'; };  // ASCII that needs no escape
+    const auto plain = [](char c) { return c >= 0x20 && c != '"' && c != '\\'; };        // ASCII that needs no escape
     if (std::all_of(bytes.begin(), bytes.end(), plain)) return out.append(bytes) + '"';  // most names
     out.reserve(bytes.size() + 2);
     for (std::size_t i = 0; i < bytes.size();) {

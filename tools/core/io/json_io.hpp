@@ -102,7 +102,14 @@ private:
 // parsed bytes; a list keeps its strings, an object its keys and string values alternately
 // (a value that is not a string as "").
 struct JsonField {
-    enum class Kind : std::uint8_t { absent, null, boolean, integer, number, string, array, object };
+    enum class Kind : std::uint8_t { absent,
+                                     null,
+                                     boolean,
+                                     integer,
+                                     number,
+                                     string,
+                                     array,
+                                     object };
     Kind kind = Kind::absent;
     bool boolean = false;
     std::int64_t integer = 0;  // Kind::integer: a whole number that fits 64 bits, as RapidJSON's IsInt64

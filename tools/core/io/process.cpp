@@ -14,8 +14,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,7 +61,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     // never evgate or ctest.
     ::setpgid(0, 0);
     if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);  // best effort: the OS may refuse
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a kill -9 of evgate takes pytest down with it
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);                                    // a kill -9 of evgate takes pytest down with it
     if (::getppid() != parent) ::_exit(127);
     int out = ::open(spec.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -254,7 +254,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
         if (spec.survivor)
             if (const pid_t kept = spec.survivor(); kept > 0) spared.insert(kept);
     }
-    kill_orphans();  // and whatever left the group
+    kill_orphans();                           // and whatever left the group
     if (spec.channel) spec.channel->drain();  // what they wrote before they died
     result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);

@@ -23,22 +23,22 @@ public:
     virtual void close_child_end() = 0;  // in evgate, once the child has it
     virtual int our_end() const = 0;     // polled while the child runs; -1 once nothing more can come
     virtual void started(pid_t child) = 0;
-    virtual void drain() = 0;            // reads what is there, without waiting
+    virtual void drain() = 0;  // reads what is there, without waiting
     // The child was reaped: its pid may be reused from now on, so nothing sent under it after
     // this is the child's.
     virtual void child_reaped() = 0;
 };
 
 struct ProcessSpec {
-    std::vector<std::string> argv;         // argv[0] is a path or a name on PATH
+    std::vector<std::string> argv;  // argv[0] is a path or a name on PATH
     std::filesystem::path cwd;
-    std::vector<std::string> environment;  // the complete environment, VAR=value
-    std::filesystem::path output;          // stdout and stderr are appended here
-    std::chrono::milliseconds timeout{0};  // 0: no bound
-    std::vector<int> cpus;                 // the CPUs it may run on; empty: all
+    std::vector<std::string> environment;                             // the complete environment, VAR=value
+    std::filesystem::path output;                                     // stdout and stderr are appended here
+    std::chrono::milliseconds timeout{0};                             // 0: no bound
+    std::vector<int> cpus;                                            // the CPUs it may run on; empty: all
     std::function<void(std::chrono::milliseconds elapsed)> progress;  // called every progress_every while it runs
     std::chrono::milliseconds progress_every{10000};
-    ChildChannel* channel = nullptr;       // read while it runs, and to the end after it
+    ChildChannel* channel = nullptr;  // read while it runs, and to the end after it
     // On a stop request the child's group is killed; then run_process throws Stopped, unless the
     // caller has something to finish first (a restore): then the result says `stopped`.
     bool return_when_stopped = false;
@@ -57,10 +57,10 @@ struct ProcessResult {
     int exit_code = -1;  // when it exited
     int signal = 0;      // when a signal ended it
     bool timed_out = false;
-    int stopped = 0;     // the signal that asked evgate to stop while it ran (the child was killed)
+    int stopped = 0;                              // the signal that asked evgate to stop while it ran (the child was killed)
     std::chrono::milliseconds test_timed_out{0};  // the TEST_TIMEOUT a test exceeded (the child was killed)
-    std::string note;    // what else is known of its end ("the fork server was gone")
-    bool server_lost = false;  // a fork whose server ended (or fell silent) while it ran
+    std::string note;                             // what else is known of its end ("the fork server was gone")
+    bool server_lost = false;                     // a fork whose server ended (or fell silent) while it ran
     std::chrono::milliseconds elapsed{0};
 
     bool exited_with(int code) const { return signal == 0 && !timed_out && test_timed_out.count() == 0 && exit_code == code; }

@@ -1,13 +1,13 @@
 #include "reports/history.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <map>
 #include <memory>
 #include <set>
 #include <thread>
-#include <cstring>
 
 #include <sys/stat.h>
 
@@ -30,9 +30,11 @@ TimePoint modified(const fs::path& file) {
 }
 
 namespace receipt_key {  // the receipt members a run's place needs, in read_receipt_place() order
-enum : std::size_t { suite, receipt_id, hostname, git };
+enum : std::size_t { suite,
+                     receipt_id,
+                     hostname,
+                     git };
 }
-
 
 // A run's place as the ledger step copied it from the receipt into junit.xml, with its clock:
 // read from the file's first bytes, where the receipt lists every collected test.
@@ -357,7 +359,7 @@ void History::add(RunPlace place, const std::vector<HistoryRow>& rows) {
         if (index == tracks.size()) tracks.emplace_back();
         auto& track = tracks[index];
         if (!track.stretches.empty() && track.stretches.back().to == run) continue;  // listed twice: the first row counts
-        const auto gate = gate_named(row.gate);  // another word counts as bad, and neither blocks nor defers
+        const auto gate = gate_named(row.gate);                                      // another word counts as bad, and neither blocks nor defers
         advance(track, verdicts_.intern(row.verdict), gate != Gate::pass, run, before);
         if (track.stretches.back().to == run) track.orders = row.orders;  // its latest run's
         const bool block = gate == Gate::block;

@@ -12,20 +12,20 @@
 #include <utility>
 #include <vector>
 
-#include "verdicts/run_matrix.hpp"
 #include "io/timestamp.hpp"
+#include "verdicts/run_matrix.hpp"
 
 namespace evgate {
 
 // Where a run belongs in time, and what it ran on: from its receipt, else from its files.
 struct RunPlace {
-    std::string source;              // the evidence directory or ledger as given
+    std::string source;  // the evidence directory or ledger as given
     std::filesystem::path ledger;
-    std::string suite;               // "" when nothing names it
+    std::string suite;                          // "" when nothing names it
     std::string commit, branch, host, receipt;  // "" when unknown
     TimePoint time;
-    std::string time_from;           // "junit.xml", "receipt.json mtime" or "ledger.jsonl mtime"
-    bool bare = false;               // a ledger without a receipt beside it
+    std::string time_from;  // "junit.xml", "receipt.json mtime" or "ledger.jsonl mtime"
+    bool bare = false;      // a ledger without a receipt beside it
 };
 
 // The suite, receipt id, hostname and git head and branch of the receipt `file`, into `place`; it
@@ -65,16 +65,16 @@ struct Stretch {
     std::uint32_t from = 0;     // timeline index of its first run
     std::uint32_t to = 0;       // and of its last
     std::uint32_t runs = 0;
-    bool after_gap = false;     // the suite ran without the test just before it (renamed, removed, not collected)
+    bool after_gap = false;  // the suite ran without the test just before it (renamed, removed, not collected)
 };
 
 // One test's (or one suite check's) verdicts over time.
 struct Track {
     std::vector<Stretch> stretches;
-    std::uint32_t bad = 0;                          // runs in which its gate was not pass
+    std::uint32_t bad = 0;                             // runs in which its gate was not pass
     std::optional<std::uint32_t> first_bad, last_bad;  // timeline indices
-    std::uint32_t changes = 0;                      // flips: verdict changes between consecutive runs of the test
-    std::uint32_t orders = 0;                       // the distinct orders behind its verdict in its latest run
+    std::uint32_t changes = 0;                         // flips: verdict changes between consecutive runs of the test
+    std::uint32_t orders = 0;                          // the distinct orders behind its verdict in its latest run
 
     std::uint32_t runs() const;
     std::uint32_t flips() const { return changes; }

@@ -14,8 +14,8 @@
 #include <gsl/gsl>
 
 #include "inputs/evidence_layout.hpp"
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;
@@ -33,7 +33,8 @@ bool name_char(char c) {
 // A receipt names the commit and the receipt id: whatever it holds, it never leaves the directory.
 std::string name_part(const std::string& text) {
     std::string out = text;
-    std::replace_if(out.begin(), out.end(), [](char c) { return !name_char(c); }, '_');
+    std::replace_if(
+        out.begin(), out.end(), [](char c) { return !name_char(c); }, '_');
     return out;
 }
 

@@ -71,8 +71,9 @@ void html_tests(std::string& out, const History& history) {
         return;
     }
     html_legend(out);
-    out += "<table><thead><tr><th>#</th><th>test</th><th>suite</th><th>flips</th><th>bad / runs</th>"
-           "<th>verdict per run, oldest first</th><th>first bad</th><th>last bad</th></tr></thead><tbody>";
+    out +=
+        "<table><thead><tr><th>#</th><th>test</th><th>suite</th><th>flips</th><th>bad / runs</th>"
+        "<th>verdict per run, oldest first</th><th>first bad</th><th>last bad</th></tr></thead><tbody>";
     for (std::size_t i = 0; i < notable.size() && i < kHtmlTests; ++i) {
         const auto& suite = history.suites()[notable[i].suite];
         const auto& t = suite.test_tracks[notable[i].test];
@@ -97,8 +98,9 @@ void html_tests(std::string& out, const History& history) {
 }
 
 void html_suites(std::string& out, const History& history) {
-    out += "<section id=suites><h2>Suites, suite checks and runners</h2><table><thead><tr><th>suite</th><th>runs</th>"
-           "<th>blocked</th><th>tests in its last run</th><th>tests gone since seen</th></tr></thead><tbody>";
+    out +=
+        "<section id=suites><h2>Suites, suite checks and runners</h2><table><thead><tr><th>suite</th><th>runs</th>"
+        "<th>blocked</th><th>tests in its last run</th><th>tests gone since seen</th></tr></thead><tbody>";
     for (const auto& suite : history.suites()) {
         const auto blocked = std::count_if(suite.runs.begin(), suite.runs.end(), [&](std::uint32_t r) { return history.runs()[r].blocked(); });
         const auto now = tests_in_last_run(suite);
@@ -110,8 +112,9 @@ void html_suites(std::string& out, const History& history) {
         cell(out, std::to_string(suite.test_tracks.size() - now), "n");
         out += "</tr>";
     }
-    out += "</tbody></table><table><thead><tr><th>suite</th><th>check</th><th>flips</th><th>bad / runs</th>"
-           "<th>verdict per run, oldest first</th></tr></thead><tbody>";
+    out +=
+        "</tbody></table><table><thead><tr><th>suite</th><th>check</th><th>flips</th><th>bad / runs</th>"
+        "<th>verdict per run, oldest first</th></tr></thead><tbody>";
     for (const auto& suite : history.suites())
         for (const auto c : ranked_checks(suite)) {
             const auto& t = suite.check_tracks[c];
@@ -135,8 +138,9 @@ void html_runs(std::string& out, const History& history) {
         cell(out, std::to_string(s.blocked), "n");
         out += "</tr>";
     }
-    out += "</tbody></table><table><thead><tr><th>#</th><th>time</th><th>suite</th><th>commit</th><th>branch</th><th>host</th>"
-           "<th>decision</th><th>placed by</th><th>source</th></tr></thead><tbody>";
+    out +=
+        "</tbody></table><table><thead><tr><th>#</th><th>time</th><th>suite</th><th>commit</th><th>branch</th><th>host</th>"
+        "<th>decision</th><th>placed by</th><th>source</th></tr></thead><tbody>";
     const auto& runs = history.runs();
     for (std::size_t k = 0; k < runs.size() && k < kHtmlTests; ++k) {
         const auto i = runs.size() - 1 - k;
@@ -175,11 +179,12 @@ void html_left_out(std::string& out, const History& history) {
 
 std::string history_html(const History& history) {
     std::string out;
-    out += "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-           "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
-           // Offline by construction: no script at all, and nothing may load from anywhere.
-           "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-           "<title>Evidence history</title><style>\n";
+    out +=
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
+        // Offline by construction: no script at all, and nothing may load from anywhere.
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        "<title>Evidence history</title><style>\n";
     out.append(assets::history_css).append("</style></head>\n<body><main><header><h1>Evidence history</h1>");
     html_element(out, "p", span_text(history) + "; " + std::to_string(history.left_out().size()) + " input(s) left out", "lede");
     if (const auto by_mtime = placed_by_mtime(history))

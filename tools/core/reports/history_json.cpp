@@ -133,7 +133,6 @@ void runners(JsonOut& w, const History& history) {
     w.EndArray();
 }
 
-
 void hosts(JsonOut& w, const History& history) {
     w.Key("hosts");
     w.StartArray();

@@ -14,8 +14,9 @@ void md_tests(std::string& out, const History& history) {
         out += "Every test passed (or was skipped) in every run it was in.\n";
         return;
     }
-    out += "| # | test | suite | flips | bad / runs | verdicts, oldest first | first bad | last bad |\n"
-           "| ---: | --- | --- | ---: | ---: | --- | --- | --- |\n";
+    out +=
+        "| # | test | suite | flips | bad / runs | verdicts, oldest first | first bad | last bad |\n"
+        "| ---: | --- | --- | ---: | ---: | --- | --- | --- |\n";
     for (std::size_t i = 0; i < notable.size() && i < kMarkdownTests; ++i) {
         const auto& suite = history.suites()[notable[i].suite];
         const auto& t = suite.test_tracks[notable[i].test];
@@ -30,8 +31,9 @@ void md_tests(std::string& out, const History& history) {
 }
 
 void md_suites(std::string& out, const History& history) {
-    out += "\n## Suites\n\n| suite | runs | blocked | tests in its last run | tests gone since seen | first run | last run |\n"
-           "| --- | ---: | ---: | ---: | ---: | --- | --- |\n";
+    out +=
+        "\n## Suites\n\n| suite | runs | blocked | tests in its last run | tests gone since seen | first run | last run |\n"
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |\n";
     for (const auto& suite : history.suites()) {
         const auto blocked = std::count_if(suite.runs.begin(), suite.runs.end(), [&](std::uint32_t r) { return history.runs()[r].blocked(); });
         const auto now = tests_in_last_run(suite);
@@ -50,8 +52,10 @@ void md_suites(std::string& out, const History& history) {
                       md_text(verdict_sequence(history, t, kSequence)) + " |\n";
         }
     if (!checks.empty())
-        out += "\n### Suite checks and runners that were not always fine\n\n| suite | check | flips | bad / runs | verdicts, oldest first |\n"
-               "| --- | --- | ---: | ---: | --- |\n" + checks;
+        out +=
+            "\n### Suite checks and runners that were not always fine\n\n| suite | check | flips | bad / runs | verdicts, oldest first |\n"
+            "| --- | --- | ---: | ---: | --- |\n" +
+            checks;
 }
 
 void md_hosts(std::string& out, const History& history) {
@@ -70,8 +74,9 @@ void md_left_out(std::string& out, const History& history) {
 
 void md_runs(std::string& out, const History& history) {
     const auto& runs = history.runs();
-    out += "\n## Runs, newest first\n\n| # | time | suite | commit | branch | host | decision | placed by |\n"
-           "| ---: | --- | --- | --- | --- | --- | --- | --- |\n";
+    out +=
+        "\n## Runs, newest first\n\n| # | time | suite | commit | branch | host | decision | placed by |\n"
+        "| ---: | --- | --- | --- | --- | --- | --- | --- |\n";
     for (std::size_t k = 0; k < runs.size() && k < kMarkdownRuns; ++k) {
         const auto i = runs.size() - 1 - k;
         const auto& p = runs[i].place;

@@ -8,11 +8,11 @@
 
 #include <tinyxml2.h>
 
-#include "io/atomic_file.hpp"
-#include "io/json_io.hpp"
 #include "inputs/junit.hpp"
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
+#include "io/atomic_file.hpp"
+#include "io/json_io.hpp"
 #include "verdicts/triage.hpp"
 
 namespace evgate {

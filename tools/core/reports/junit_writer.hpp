@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "io/timestamp.hpp"
 #include "verdicts/gate.hpp"
 #include "verdicts/run_matrix.hpp"
-#include "io/timestamp.hpp"
 
 namespace evgate {
 

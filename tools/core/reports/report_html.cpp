@@ -27,9 +27,10 @@ void html_header(std::string& out, const ReportInput& input) {
     escape_html(out, input.suite);
     out.append("<span class=\"status ").append(s.decision()).append("\">").append(s.decision()).append("</span></h1>");
     html_element(out, "p", summary_line(s), "lede");
-    out += "<nav><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a><a href=\"#summary\">Summary</a>"
-           "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
-           "</header>";
+    out +=
+        "<nav><a href=\"#blocking\">Blocking</a><a href=\"#deferred\">Deferred</a><a href=\"#summary\">Summary</a>"
+        "<a href=\"#heatmap\">Heat map</a><a href=\"#drift\">Manifest drift</a><a href=\"#receipt\">Receipt</a></nav>"
+        "</header>";
 }
 
 void check_rows(std::string& out, const std::vector<const LedgerRow*>& rows) {
@@ -256,11 +257,12 @@ void html_receipt(std::string& out, const Receipt& receipt) {
 }
 
 void html_head(std::string& out, const ReportInput& input) {
-    out += "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-           "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
-           // Offline by construction: the page may load nothing at all from anywhere.
-           "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; "
-           "script-src 'unsafe-inline'\"><title>";
+    out +=
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
+        // Offline by construction: the page may load nothing at all from anywhere.
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'\"><title>";
     escape_html(out, input.suite);
     out.append(": ").append(input.summary->decision()).append(" - Evidence Gate</title><style>\n");
     out.append(assets::report_css).append("</style></head>\n<body><main>");

@@ -10,7 +10,7 @@
 namespace evgate {
 namespace {
 
-constexpr std::size_t kMarkdownRows = 50;      // per section: a PR comment, not the whole ledger
+constexpr std::size_t kMarkdownRows = 50;       // per section: a PR comment, not the whole ledger
 constexpr std::size_t kMarkdownCommand = 1000;  // a longer command is pointed to, never cut
 
 std::string md_command(const std::optional<std::string>& command) {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "verdicts/gate.hpp"
-#include "reports/report_extras.hpp"
-#include "verdicts/run_matrix.hpp"
 #include "inputs/suite_config.hpp"
+#include "reports/report_extras.hpp"
+#include "verdicts/gate.hpp"
+#include "verdicts/run_matrix.hpp"
 
 namespace evgate {
 

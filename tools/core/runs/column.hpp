@@ -6,7 +6,9 @@
 
 namespace evgate {
 
-enum class Column { local, runner, perturbed };
+enum class Column { local,
+                    runner,
+                    perturbed };
 std::string_view to_string(Column column);
 bool parse_column(std::string_view text, Column& column);
 

@@ -13,8 +13,8 @@ namespace {
 struct Seen {
     const LoadedRun* run;
     OutcomeClass cls;  // never none
-    bool alone;       // the run overlapped no other run
-    bool redone;      // it was done again alone already: never chosen again
+    bool alone;        // the run overlapped no other run
+    bool redone;       // it was done again alone already: never chosen again
 };
 
 using Sightings = std::vector<Seen>;
@@ -75,8 +75,8 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
         if (remote != perturbed.end())
             for (const auto& cls : classes_of(remote->second)) either.insert(cls);
         const bool gap = remote != perturbed.end() && classes_of(remote->second) != classes && differ(either);
-        if (differ(classes)) witness_each(all, redo);       // order-dependent, if it holds
-        if (gap) witness_each(remote->second, redo);        // a gap, if it holds
+        if (differ(classes)) witness_each(all, redo);                                                    // order-dependent, if it holds
+        if (gap) witness_each(remote->second, redo);                                                     // a gap, if it holds
         if (failures && classes == std::set<OutcomeClass>{OutcomeClass::fail}) witness_each(all, redo);  // failing, if it holds
     }
     std::vector<std::string> ids;

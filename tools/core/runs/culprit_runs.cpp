@@ -7,12 +7,12 @@
 #include "inputs/evidence_layout.hpp"
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/run_matrix.hpp"
 #include "runs/order_run.hpp"
 #include "runs/sweep.hpp"
+#include "verdicts/run_matrix.hpp"
 
 namespace fs = std::filesystem;
 
@@ -78,7 +78,7 @@ std::vector<std::string> alone_outcomes(const std::string& test, const std::vect
 }
 
 std::map<std::string, std::vector<std::string>> dirtied_by(const std::vector<std::string>& partners,
-                                                          const std::vector<LoadedRun>& runs) {
+                                                           const std::vector<LoadedRun>& runs) {
     std::map<std::string, std::vector<std::string>> dirtied;
     for (const auto& partner : partners) {
         std::set<std::string> groups;
@@ -293,10 +293,10 @@ private:
     const Clock::time_point deadline_;
     std::vector<std::string> collection_;
     std::vector<LoadedRun> runs_;
-    std::set<std::string> seen_;         // queued, ever
-    std::vector<std::string> queued_;    // to localise, in this order
+    std::set<std::string> seen_;       // queued, ever
+    std::vector<std::string> queued_;  // to localise, in this order
     std::vector<Culprit> culprits_;
-    std::vector<std::vector<std::string>> known_;  // the partner sets found so far, tried first for the next
+    std::vector<std::vector<std::string>> known_;                               // the partner sets found so far, tried first for the next
     std::vector<std::pair<std::vector<std::string>, std::uint64_t>> to_sweep_;  // polluter sets not yet swept, with their seeds
     int used_ = 0;
     int sweeps_ = 0;

@@ -3,24 +3,24 @@
 // a state-setter a brittle test needs), found by delta debugging, and the order that reproduces it.
 #pragma once
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "fixtures/fixture_store.hpp"
+#include "inputs/suite_config.hpp"
 #include "runs/culprit_search.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
-#include "inputs/suite_config.hpp"
 
 namespace evgate {
 
 struct Culprit {
     Localisation found;
-    std::uint64_t seed = 0;  // of the orders it was found in: replays reseed `random` alike
+    std::uint64_t seed = 0;                                   // of the orders it was found in: replays reseed `random` alike
     std::map<std::string, std::vector<std::string>> dirtied;  // partner -> the groups its lease saw it change
 };
 

@@ -93,10 +93,16 @@ const Goal victim_goal{OutcomeClass::fail, OutcomeClass::pass, "failing order", 
 const Goal brittle_goal{OutcomeClass::pass, OutcomeClass::fail, "passing order", "state-setter"};
 const Goal cleaner_goal{OutcomeClass::pass, OutcomeClass::none, "", ""};  // the victim passes again after polluter and cleaner
 
-enum class Check { target, other, no_result, out_of_budget };
+enum class Check { target,
+                   other,
+                   no_result,
+                   out_of_budget };
 
 // Where a search ended: `no_result` and `out_of_budget` cut it short.
-enum class End { minimal, not_reproducible, no_result, out_of_budget };
+enum class End { minimal,
+                 not_reproducible,
+                 no_result,
+                 out_of_budget };
 
 End cut_by(Check check) { return check == Check::no_result ? End::no_result : End::out_of_budget; }
 
@@ -247,7 +253,7 @@ std::string caveat(const Runner& runner, End end, Check verified) {
     const std::string why = end == End::no_result
                                 ? "the search stopped at a run with no result in " + std::to_string(attempts_per_run) + " attempts"
                                 : runner.spent_note();
-    const char* what = end == End::minimal                ? "the partners found are not verified"
+    const char* what = end == End::minimal         ? "the partners found are not verified"
                        : verified == Check::target ? "the best candidate so far is not minimal"
                                                    : "the best candidate so far is neither minimal nor verified";
     return why + ": " + what;

@@ -28,21 +28,23 @@ struct Budget {
     int confirmations = 3;  // runs alone, and rounds of verification of the final set
 };
 
-enum class Role { victim, brittle, unknown };  // passes alone -> victim; fails alone -> brittle
+enum class Role { victim,
+                  brittle,
+                  unknown };  // passes alone -> victim; fails alone -> brittle
 
 std::string_view to_string(Role role);
 
 struct Localisation {
     std::string test;
     Role role = Role::unknown;
-    std::vector<std::string> partners;  // minimal set of earlier tests that flips it, in run order (a best candidate when `note` says so)
-    std::string partner_role;           // "polluter" (victim) or "state-setter" (brittle); "" without partners
-    std::vector<std::string> cleaners;  // each, run between the one polluter and the victim, makes it pass; sought
-                                        // between the two in a passing order that ran the polluter first
+    std::vector<std::string> partners;         // minimal set of earlier tests that flips it, in run order (a best candidate when `note` says so)
+    std::string partner_role;                  // "polluter" (victim) or "state-setter" (brittle); "" without partners
+    std::vector<std::string> cleaners;         // each, run between the one polluter and the victim, makes it pass; sought
+                                               // between the two in a passing order that ran the polluter first
     std::vector<std::string> reproduce_order;  // partners then the test (victim), the test alone (brittle); empty when nothing reproduces
-    bool budget_exhausted = false;      // the budget stopped the partner search: `partners` is the best candidate so far
+    bool budget_exhausted = false;             // the budget stopped the partner search: `partners` is the best candidate so far
     int runs_used = 0;
-    std::string note;                   // why no partner was named, or why `partners` is only a best candidate; "" when all went well
+    std::string note;  // why no partner was named, or why `partners` is only a best candidate; "" when all went well
 };
 
 // `failing_prefix`: an order ending with `test` in which it FAILED (searched for a victim);

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "inputs/evidence_layout.hpp"
-#include "io/file_identity.hpp"
 #include "io/atomic_file.hpp"
+#include "io/file_identity.hpp"
 #include "io/json_io.hpp"
 
 namespace fs = std::filesystem;

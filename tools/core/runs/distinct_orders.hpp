@@ -18,9 +18,9 @@
 namespace evgate {
 
 struct DistinctOrders {
-    std::uint64_t first = 0;   // the first seed this invocation runs: the seeds before it are kept (evidence_reuse.hpp)
-    std::size_t seeds = 0;     // seed runs planned, kept ones included: seed.0 .. seed.<first + SEEDS>
-    std::size_t distinct = 0;  // different orders among them
+    std::uint64_t first = 0;                     // the first seed this invocation runs: the seeds before it are kept (evidence_reuse.hpp)
+    std::size_t seeds = 0;                       // seed runs planned, kept ones included: seed.0 .. seed.<first + SEEDS>
+    std::size_t distinct = 0;                    // different orders among them
     std::map<std::string, std::string> repeats;  // run id -> the earlier seed run whose order it is ("seed.3" -> "seed.1")
 };
 

@@ -5,8 +5,8 @@
 #include <sys/utsname.h>
 
 #include "inputs/evidence_layout.hpp"
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/sandbox.hpp"

@@ -175,7 +175,9 @@ ReuseDecision add_reuse(rapidjson::Document& receipt, const SuiteConfig& suite, 
         for (const auto& [name, value] : key.parts)
             if (const auto was = kept->parts.find(name); was == kept->parts.end() || was->second != value) changed.push_back(name);
         for (std::size_t i = 0; i < changed.size(); ++i)
-            decision.why_not += (i == 0 ? "" : i + 1 == changed.size() ? " and " : ", ") + changed[i];
+            decision.why_not += (i == 0 ? "" : i + 1 == changed.size() ? " and "
+                                                                       : ", ") +
+                                changed[i];
         decision.why_not = changed.empty() ? "the key changed" : decision.why_not + " changed";
     }
     rapidjson::StringBuffer text;

@@ -42,9 +42,9 @@ struct KeptReceipt {
 struct KeptEvidence {
     std::string key;
     std::map<std::string, std::string> parts;  // the key's parts, each a digest: what changed is said by name
-    std::string hash_seed;  // PYTHONHASHSEED of the kept runs: the next collection takes it again
-    std::vector<KeptReceipt> receipts;  // oldest first; the last is the invocation that wrote it
-    std::uint64_t next_seed = 0;        // the first seed the next `ctest` runs
+    std::string hash_seed;                     // PYTHONHASHSEED of the kept runs: the next collection takes it again
+    std::vector<KeptReceipt> receipts;         // oldest first; the last is the invocation that wrote it
+    std::uint64_t next_seed = 0;               // the first seed the next `ctest` runs
 };
 
 // reuse.json as the last ledger step left it, then removed; nullopt when there is none, when

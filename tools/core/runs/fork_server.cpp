@@ -12,8 +12,8 @@
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/json_io.hpp"
-#include "runs/protocol.hpp"
 #include "runs/fork_session.hpp"
+#include "runs/protocol.hpp"
 #include "runs/sandbox.hpp"
 
 namespace fs = std::filesystem;

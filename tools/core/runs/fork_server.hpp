@@ -26,7 +26,7 @@ struct Isolation {
     std::string why;     // why every run starts processes, when it does
     std::optional<ProcessIdentity> server;
     std::filesystem::path socket;
-    std::string hash_seed;  // PYTHONHASHSEED of the collection: every run of the receipt gets it
+    std::string hash_seed;           // PYTHONHASHSEED of the collection: every run of the receipt gets it
     std::string collection_sandbox;  // sandbox_fingerprint() of the collection's sandbox once it ended
 };
 

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
-#include "io/child_bounds.hpp"
 #include "io/atomic_file.hpp"
+#include "io/child_bounds.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/fork_server.hpp"

@@ -41,7 +41,8 @@ public:
     // What a stop request does to a wait for the server: ends it (Stopped), or not, where a run
     // under way needs the answer to end (the worker it started, its reap); then the wait goes
     // on for kStopGracePeriod after the stop at most.
-    enum class OnStop { stop, wait };
+    enum class OnStop { stop,
+                        wait };
     // The next line the server sent, parsed; nullopt once it closed the connection. Waits until
     // `deadline` (then throws Error); a stop request throws Stopped, unless `on_stop` is wait.
     std::optional<rapidjson::Document> receive(std::chrono::steady_clock::time_point deadline, OnStop on_stop = OnStop::stop);

@@ -153,8 +153,7 @@ struct OrderSetup {
 class OrderRun {
 public:
     explicit OrderRun(OrderSetup setup)
-        : at_(std::move(setup)), source_(at_.records.path().string()), verified_ns_(listed_ns(at_.store)), remaining_(at_.plan.tests),
-          forks_(at_.suite, at_.receipt) {
+        : at_(std::move(setup)), source_(at_.records.path().string()), verified_ns_(listed_ns(at_.store)), remaining_(at_.plan.tests), forks_(at_.suite, at_.receipt) {
         if (!at_.plan.environment.empty() || !at_.plan.cpus.empty())
             forks_.decline("its environment is not the collection's: a fresh interpreter");
         if (at_.plan.fresh) forks_.decline("it confirms in a fresh process what forks showed");
@@ -190,14 +189,14 @@ private:
     std::vector<std::string> remaining_;
     RunRecords seen_;
     ProcessResult last_;
-    bool scanning_ = false;  // leases by stat scan: the change notifications missed a change
+    bool scanning_ = false;                  // leases by stat scan: the change notifications missed a change
     std::vector<std::string> missed_first_;  // the groups they missed, the first time
     std::string lease_note_;
     std::size_t results_ = 0;
-    ForkSession forks_;  // forks of the collected session, while its server serves this run
-    bool forked_ = false;  // the last process was a fork
+    ForkSession forks_;                                                  // forks of the collected session, while its server serves this run
+    bool forked_ = false;                                                // the last process was a fork
     std::optional<std::chrono::steady_clock::time_point> test_started_;  // the test running now, when its start came
-    std::string running_;  // that test's id
+    std::string running_;                                                // that test's id
 };
 
 // One pytest process over the rest of the order; false when the order is over.
@@ -235,8 +234,8 @@ bool OrderRun::one_process() {
         if (!rest.empty()) {
             at_.records.append_record(reason_record(
                 protocol::event::status, "the fork server ended (" + result.note + ") while this run's fork was between tests, after " +
-                              std::to_string(process.results.size()) + " of them: a test of this run, or of a run beside it, "
-                              "may have ended it; the rest of the order went on in a process"));
+                                             std::to_string(process.results.size()) + " of them: a test of this run, or of a run beside it, "
+                                                                                      "may have ended it; the rest of the order went on in a process"));
             seen_ = parse_run_records(at_.records.text(), source_);
             remaining_ = std::move(rest);
             return true;
@@ -309,7 +308,7 @@ ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     }
     spec.cpus = plan.cpus;
     spec.channel = &channel;
-    spec.return_when_stopped = true;  // the restore comes first
+    spec.return_when_stopped = true;                             // the restore comes first
     spec.progress = [this](std::chrono::milliseconds elapsed) {  // a long run says where it is
         std::cout << "evgate: " << at_.suite.name << ": " << at_.plan.id << ": " << results_ << " of "
                   << at_.plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
@@ -418,8 +417,8 @@ RunSummary OrderRun::finish() {
     const auto& tests = at_.plan.tests;
     const std::set<std::string> interrupted(summary_.interrupted.begin(), summary_.interrupted.end());
     summary_.complete = summary_.harness_ok && std::all_of(tests.begin(), tests.end(), [&](const std::string& t) {
-        return seen_.results.count(t) != 0 || interrupted.count(t) != 0;
-    });
+                            return seen_.results.count(t) != 0 || interrupted.count(t) != 0;
+                        });
     summary_.results = seen_.results.size();
     for (const auto& [test, result] : seen_.results) summary_.failed += outcome_class(result.outcome) == OutcomeClass::fail;
     if (!summary_.complete && summary_.note.empty())

@@ -15,8 +15,8 @@
 namespace evgate {
 
 struct RunSummary {
-    bool complete = false;     // every planned test has a result or was interrupted
-    bool harness_ok = true;    // false: pytest never ran the tests (usage or collection failure)
+    bool complete = false;   // every planned test has a result or was interrupted
+    bool harness_ok = true;  // false: pytest never ran the tests (usage or collection failure)
     int processes = 0;
     std::size_t results = 0, failed = 0;  // tests with a result, and those failed or in error
     std::vector<std::string> interrupted;

@@ -6,7 +6,6 @@
 
 #include <sched.h>
 
-
 namespace evgate {
 namespace {
 

@@ -20,7 +20,9 @@ std::size_t position_of(const std::vector<std::string>& tests, const std::string
 
 std::string joined(const std::vector<std::string>& items) {
     std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and "
+                                                                                               : ", ") +
+                                                          items[i];
     return out;
 }
 
@@ -59,7 +61,10 @@ std::optional<std::string> started_test(std::string_view line) {
 
 std::string ordinal(std::size_t n) {
     const auto tens = n % 100, units = n % 10;
-    const char* suffix = tens >= 11 && tens <= 13 ? "th" : units == 1 ? "st" : units == 2 ? "nd" : units == 3 ? "rd" : "th";
+    const char* suffix = tens >= 11 && tens <= 13 ? "th" : units == 1 ? "st"
+                                                       : units == 2   ? "nd"
+                                                       : units == 3   ? "rd"
+                                                                      : "th";
     return std::to_string(n) + suffix;
 }
 
@@ -163,10 +168,10 @@ std::string test_during(const ForeignSender& sender, std::string_view pytest_lin
 
 std::string foreign_reason(const ForeignSender& sender, const ForeignLines& read, const std::string& during, bool pytest_silent) {
     const auto pid = std::to_string(sender.pid);
-    std::string who = sender.pid == 0         ? "a process the kernel did not name"
-                      : sender.reused_pid     ? "a process that took pytest's pid " + pid + " after pytest ended"
-                      : !during.empty()       ? "a process forked during " + during + " (pid " + pid + ")"
-                                              : "a process forked before any test started (pid " + pid + ")";
+    std::string who = sender.pid == 0     ? "a process the kernel did not name"
+                      : sender.reused_pid ? "a process that took pytest's pid " + pid + " after pytest ended"
+                      : !during.empty()   ? "a process forked during " + during + " (pid " + pid + ")"
+                                          : "a process forked before any test started (pid " + pid + ")";
     std::vector<std::string> kinds;  // "a start record", "2 result records"
     for (const auto& [event, count] : read.events)
         kinds.push_back(count == 1 ? with_article(event) + " record" : std::to_string(count) + " " + event + " records");

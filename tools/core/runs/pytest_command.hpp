@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "io/process.hpp"
 #include "inputs/suite_config.hpp"
+#include "io/process.hpp"
 
 namespace evgate {
 

@@ -10,19 +10,19 @@
 #include <unistd.h>
 
 #include "inputs/evidence_layout.hpp"
+#include "inputs/pytest_config.hpp"
 #include "inputs/run_id.hpp"
+#include "inputs/shards.hpp"
+#include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/git_state.hpp"
-#include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
 #include "io/json_paths.hpp"
-#include "inputs/shards.hpp"
 #include "runs/protocol.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt_sources.hpp"
 #include "runs/sandbox.hpp"
-#include "inputs/pytest_config.hpp"
 
 namespace fs = std::filesystem;
 
@@ -93,8 +93,7 @@ Receipt parse_receipt(const rapidjson::Value& doc, const std::string& source) {
             for (const auto& r : repeats->GetObject()) {
                 const std::string run = r.name.GetString(), earlier = r.value.IsString() ? r.value.GetString() : "";
                 if (!(numbered(run, RunId::Kind::seed) || numbered(run, RunId::Kind::first)) || !numbered(earlier, RunId::Kind::seed))
-                    throw InputError(source, 0, "'orders' holds a repeat that is not a run of a seed: " + quote(run) +
-                                                    " -> " + quote(earlier));
+                    throw InputError(source, 0, "'orders' holds a repeat that is not a run of a seed: " + quote(run) + " -> " + quote(earlier));
                 receipt.orders.repeats.emplace(run, earlier);
             }
         }
@@ -186,7 +185,8 @@ rapidjson::Value sandbox_record(const SuiteConfig& suite, rapidjson::Document::A
                                               "of the same length for every kind of run (room for a Unix socket below it), "
                                               "and the XDG base directories below that HOME: runs never meet there, and no "
                                               "directory evgate hands a test is in the user's home; pin one with ENVIRONMENT",
-                                              alloc), alloc);
+                                              alloc),
+                      alloc);
     return sandbox;
 }
 
@@ -417,7 +417,8 @@ std::vector<std::string> receipt_problems(const SuiteConfig& suite, const Receip
     if (const auto duplicates = duplicate_ids(receipt); !duplicates.empty())
         problems.push_back("pytest collected " + std::to_string(duplicates.size()) +
                            " node id(s) more than once (a custom collector that names two items alike?), so no run "
-                           "could tell their results apart: " + describe_duplicates(duplicates));
+                           "could tell their results apart: " +
+                           describe_duplicates(duplicates));
     // Runs of what did collect would be a smaller suite passing for the whole (a module not
     // built yet fails to import): no run starts, and the ledger's collection row names them.
     if (!receipt.errors.empty())

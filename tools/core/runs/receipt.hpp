@@ -12,12 +12,12 @@
 #include <rapidjson/document.h>
 
 #include "fixtures/lease_file.hpp"
+#include "inputs/suite_config.hpp"
 #include "io/process.hpp"
 #include "runs/distinct_orders.hpp"
 #include "runs/evidence_reuse.hpp"
 #include "runs/receipt_sources.hpp"
 #include "runs/shuffle.hpp"
-#include "inputs/suite_config.hpp"
 
 namespace evgate {
 
@@ -49,29 +49,29 @@ struct Receipt {
     std::vector<ReceiptTest> tests;
     std::vector<std::string> errors;  // collection errors, "nodeid: message"
     int exitstatus = 0;
-    std::optional<std::string> expected_configfile;  // the one at or above ROOT: the project's
-    std::vector<std::string> stray_configs;          // below ROOT, relative to it, that could re-root the collection
-    std::vector<std::string> stray_configs_ignored;  // the other stray config files below ROOT (pytest_config.hpp)
+    std::optional<std::string> expected_configfile;        // the one at or above ROOT: the project's
+    std::vector<std::string> stray_configs;                // below ROOT, relative to it, that could re-root the collection
+    std::vector<std::string> stray_configs_ignored;        // the other stray config files below ROOT (pytest_config.hpp)
     std::vector<std::string> stray_configs_in_submodules;  // of those, the ones in git submodules
-    std::vector<std::string> thinning;               // options that thin the run, "-k x (PYTEST_ADDOPTS)"
-    std::vector<std::string> hollow;                 // options under which pytest never calls the tests
-    std::vector<std::string> set_aside;              // what every run sets aside of the suite's own pytest
-                                                     // setup, a phrase per plugin (evidence_gate_aside.py)
-    std::vector<LostTest> deselected;                // collected, then deselected or removed by a hook
-    std::vector<std::string> pytest_plugins;         // what PYTEST_PLUGINS in the environment loads
-    std::string git_head;                            // "" outside a git work tree
-    std::vector<std::string> git_dirty;              // `git status --porcelain` lines of the work tree
-    std::string git_digest;                          // of the dirty and untracked files (git_state.hpp)
-    std::string sources_digest;                      // of every source file (receipt_sources.hpp); "" when not taken
-    std::vector<std::string> sources_outside;        // the imported files among them outside the tree listing
-    std::vector<BuiltFile> built;                    // the binaries under test: DEPENDS files, modules imported from a build tree
-    std::string sandbox_dir;                         // where each run's own HOME and TMPDIR are made
-    std::vector<std::string> sandboxed;              // which of HOME, TMPDIR each run gets fresh (the rest pinned)
-    DistinctOrders orders;                           // which seed runs (and alone runs) would repeat an earlier order
-    std::string key;                                 // of what the runs depend on (evidence_reuse.hpp)
-    std::vector<KeptReceipt> kept;                   // earlier invocations whose runs this one keeps, oldest first
-    std::string hash_seed;                           // PYTHONHASHSEED of every run
-    std::string shard;                               // "k/n" for a shard's receipt, else ""
+    std::vector<std::string> thinning;                     // options that thin the run, "-k x (PYTEST_ADDOPTS)"
+    std::vector<std::string> hollow;                       // options under which pytest never calls the tests
+    std::vector<std::string> set_aside;                    // what every run sets aside of the suite's own pytest
+                                                           // setup, a phrase per plugin (evidence_gate_aside.py)
+    std::vector<LostTest> deselected;                      // collected, then deselected or removed by a hook
+    std::vector<std::string> pytest_plugins;               // what PYTEST_PLUGINS in the environment loads
+    std::string git_head;                                  // "" outside a git work tree
+    std::vector<std::string> git_dirty;                    // `git status --porcelain` lines of the work tree
+    std::string git_digest;                                // of the dirty and untracked files (git_state.hpp)
+    std::string sources_digest;                            // of every source file (receipt_sources.hpp); "" when not taken
+    std::vector<std::string> sources_outside;              // the imported files among them outside the tree listing
+    std::vector<BuiltFile> built;                          // the binaries under test: DEPENDS files, modules imported from a build tree
+    std::string sandbox_dir;                               // where each run's own HOME and TMPDIR are made
+    std::vector<std::string> sandboxed;                    // which of HOME, TMPDIR each run gets fresh (the rest pinned)
+    DistinctOrders orders;                                 // which seed runs (and alone runs) would repeat an earlier order
+    std::string key;                                       // of what the runs depend on (evidence_reuse.hpp)
+    std::vector<KeptReceipt> kept;                         // earlier invocations whose runs this one keeps, oldest first
+    std::string hash_seed;                                 // PYTHONHASHSEED of every run
+    std::string shard;                                     // "k/n" for a shard's receipt, else ""
     std::string suite;
 
     std::vector<CollectedTest> collected() const;

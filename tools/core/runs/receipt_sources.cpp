@@ -29,7 +29,9 @@ bool bytecode(const std::string& relative) {
 // Where a file was made: a build tree (a directory holding CMakeCache.txt that does not hold
 // ROOT) or a virtual environment, each made anew by each job; or neither (empty).
 struct Maker {
-    enum { none, build, venv } kind = none;
+    enum { none,
+           build,
+           venv } kind = none;
     fs::path dir;
 };
 

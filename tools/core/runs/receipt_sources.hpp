@@ -35,8 +35,8 @@ struct BuiltFile {
 };
 
 struct Sources {
-    std::string digest;              // "sha256:<hex>" over the listing
-    std::vector<SourceFile> files;   // sorted by path
+    std::string digest;                // "sha256:<hex>" over the listing
+    std::vector<SourceFile> files;     // sorted by path
     std::vector<std::string> outside;  // the imported files among them that the tree listing does not hold
     std::vector<BuiltFile> built;      // sorted by path
 };

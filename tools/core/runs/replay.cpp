@@ -5,14 +5,14 @@
 
 #include <unistd.h>
 
+#include "fixtures/fixture_store.hpp"
 #include "inputs/evidence_layout.hpp"
 #include "inputs/outcome.hpp"
 #include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
 #include "io/json_io.hpp"
+#include "runs/order_run.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/receipt.hpp"
-#include "runs/order_run.hpp"
 #include "runs/shuffle.hpp"
 
 namespace fs = std::filesystem;

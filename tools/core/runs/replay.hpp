@@ -15,9 +15,9 @@
 namespace evgate {
 
 struct ReplayRequest {
-    std::vector<std::string> tests;        // exactly these, in this order, or:
-    std::string through;                   // the seed's order up to and including this test
-    std::optional<std::uint64_t> seed;     // the order's seed (it also reseeds `random` per test)
+    std::vector<std::string> tests;     // exactly these, in this order, or:
+    std::string through;                // the seed's order up to and including this test
+    std::optional<std::uint64_t> seed;  // the order's seed (it also reseeds `random` per test)
     int repeat = 1;
     std::vector<std::string> environment;  // VAR=value on top of the suite's
 };

@@ -13,10 +13,10 @@
 namespace evgate {
 
 struct RerunLimits {
-    int reruns = 2;                 // repeats of each order a suspicious test is rerun in
+    int reruns = 2;                      // repeats of each order a suspicious test is rerun in
     std::size_t orders_per_outcome = 2;  // orders rerun for each outcome a suspicious test had
-    std::size_t alone = 20;         // tests checked alone at most
-    std::set<std::string> settled;  // tests kept evidence already explains (rerun and localised): not rerun for
+    std::size_t alone = 20;              // tests checked alone at most
+    std::set<std::string> settled;       // tests kept evidence already explains (rerun and localised): not rerun for
 };
 
 // Reruns replay a prefix of their seed's order, up to the last suspicious test in it, so the

@@ -23,14 +23,14 @@ struct RunPlan {
     std::uint64_t seed = 0;
     std::vector<std::string> tests;  // in the order they are to run
     Column column = Column::local;
-    std::vector<std::string> environment;  // VAR=value on top of the suite's (the perturbed run's)
-    std::vector<int> cpus;                 // CPUs it may use; empty: all
-    std::filesystem::path runs_dir;        // where its records go; empty: the suite's runs/ (evidence)
+    std::vector<std::string> environment;       // VAR=value on top of the suite's (the perturbed run's)
+    std::vector<int> cpus;                      // CPUs it may use; empty: all
+    std::filesystem::path runs_dir;             // where its records go; empty: the suite's runs/ (evidence)
     TreeAccess access = TreeAccess::exclusive;  // how it holds the fixture groups (not written)
-    std::string lease;                     // the lease token it ran under, in the plan file
-    std::string confirms;                  // the run it does again alone (that run went beside others); "" for none
-    bool listed = false;  // its order is its tests as listed, which no seed makes (a sweep and its reruns)
-    bool fresh = false;   // a fresh process of its own, never a fork: it confirms what forks showed (confirm_fresh.hpp)
+    std::string lease;                          // the lease token it ran under, in the plan file
+    std::string confirms;                       // the run it does again alone (that run went beside others); "" for none
+    bool listed = false;                        // its order is its tests as listed, which no seed makes (a sweep and its reruns)
+    bool fresh = false;                         // a fresh process of its own, never a fork: it confirms what forks showed (confirm_fresh.hpp)
 };
 
 std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);

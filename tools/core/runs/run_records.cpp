@@ -20,28 +20,50 @@ namespace evgate {
 namespace {
 
 namespace key {  // the members a record may have, in record_fields() order
-enum : std::size_t { event, test, outcome, message, dirty, changed, reason, rootdir, configfile, conftests, unlisted,
-                     absent, collected, lease, exitstatus, complete, note, receipt, unblamed, leftover, phase, final,
-                     bytes, digest, finish, fixture, scope, location, isolation, duration };
+enum : std::size_t { event,
+                     test,
+                     outcome,
+                     message,
+                     dirty,
+                     changed,
+                     reason,
+                     rootdir,
+                     configfile,
+                     conftests,
+                     unlisted,
+                     absent,
+                     collected,
+                     lease,
+                     exitstatus,
+                     complete,
+                     note,
+                     receipt,
+                     unblamed,
+                     leftover,
+                     phase,
+                     final,
+                     bytes,
+                     digest,
+                     finish,
+                     fixture,
+                     scope,
+                     location,
+                     isolation,
+                     duration };
 }
 
 FieldCapture record_fields() {
     namespace f = protocol::field;
-    return FieldCapture{f::event,     f::test,     f::outcome,    f::message,  f::dirty,      f::changed,
-                        f::reason,    f::rootdir,  f::configfile, f::conftests, f::unlisted,  f::absent,
-                        f::collected, f::lease,    f::exitstatus, f::complete, f::note,       f::receipt,
-                        f::unblamed,  f::leftover, f::phase,      f::final,    f::bytes,      f::digest,
-                        f::finish,    f::fixture,  f::scope,      f::location, f::isolation,  f::duration};
+    return FieldCapture{f::event, f::test, f::outcome, f::message, f::dirty, f::changed,
+                        f::reason, f::rootdir, f::configfile, f::conftests, f::unlisted, f::absent,
+                        f::collected, f::lease, f::exitstatus, f::complete, f::note, f::receipt,
+                        f::unblamed, f::leftover, f::phase, f::final, f::bytes, f::digest,
+                        f::finish, f::fixture, f::scope, f::location, f::isolation, f::duration};
 }
 
 // Every event of the protocol file, as this side knows it (test_protocol.cpp checks both ways).
 constexpr std::pair<std::string_view, RunRecord::Event> kEvents[] = {
-    {protocol::event::session, RunRecord::Event::session},   {protocol::event::start, RunRecord::Event::start},
-    {protocol::event::result, RunRecord::Event::result},     {protocol::event::end, RunRecord::Event::end},
-    {protocol::event::interrupted, RunRecord::Event::interrupted}, {protocol::event::torn, RunRecord::Event::torn},
-    {protocol::event::finished, RunRecord::Event::finished}, {protocol::event::outside, RunRecord::Event::outside},
-    {protocol::event::foreign, RunRecord::Event::foreign},   {protocol::event::order, RunRecord::Event::order},
-    {protocol::event::status, RunRecord::Event::status},     {protocol::event::noise, RunRecord::Event::noise}};
+    {protocol::event::session, RunRecord::Event::session}, {protocol::event::start, RunRecord::Event::start}, {protocol::event::result, RunRecord::Event::result}, {protocol::event::end, RunRecord::Event::end}, {protocol::event::interrupted, RunRecord::Event::interrupted}, {protocol::event::torn, RunRecord::Event::torn}, {protocol::event::finished, RunRecord::Event::finished}, {protocol::event::outside, RunRecord::Event::outside}, {protocol::event::foreign, RunRecord::Event::foreign}, {protocol::event::order, RunRecord::Event::order}, {protocol::event::status, RunRecord::Event::status}, {protocol::event::noise, RunRecord::Event::noise}};
 
 RunRecord::Event event_of(const FieldCapture& f, const Where& where) {
     const auto name = optional_text(f[key::event], protocol::field::event, where).value_or("");

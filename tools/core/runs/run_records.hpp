@@ -49,10 +49,10 @@ struct RunRecords {
     std::vector<int> final_statuses;                 // and after every pytest_unconfigure hook before the plugin's
     std::vector<RunDoubt> doubts;
     std::vector<std::string> changed_outside;  // groups its `outside` records name
-    int torn = 0;                                    // torn tails the harness cut off
-    std::optional<bool> finished;                    // the harness's verdict on the run
+    int torn = 0;                              // torn tails the harness cut off
+    std::optional<bool> finished;              // the harness's verdict on the run
     std::string finish_note;
-    std::string receipt;  // the receipt the run was planned from
+    std::string receipt;    // the receipt the run was planned from
     std::string isolation;  // how its processes started: "fork", "process", "fork, then process"
 };
 
@@ -61,31 +61,42 @@ RunRecords read_run_records(const std::filesystem::path& file);
 // One record as read: checked, with views into the file's bytes that stay valid while the
 // callback runs. Fields an event does not have are empty.
 struct RunRecord {
-    enum class Event { session, start, result, end, interrupted, torn, finished, outside, foreign, order, status, noise };
+    enum class Event { session,
+                       start,
+                       result,
+                       end,
+                       interrupted,
+                       torn,
+                       finished,
+                       outside,
+                       foreign,
+                       order,
+                       status,
+                       noise };
     Event event = Event::torn;
     int line = 0;
-    std::string_view test;     // start, result, interrupted; outside: the test a fixture's change was made in
-    std::string_view outcome;  // result
-    std::string_view message;  // result
-    const std::vector<std::string_view>* dirty = nullptr;    // result
-    const std::vector<std::string_view>* changed = nullptr;  // result
+    std::string_view test;                                    // start, result, interrupted; outside: the test a fixture's change was made in
+    std::string_view outcome;                                 // result
+    std::string_view message;                                 // result
+    const std::vector<std::string_view>* dirty = nullptr;     // result
+    const std::vector<std::string_view>* changed = nullptr;   // result
     const std::vector<std::string_view>* unblamed = nullptr;  // result: undeclared changes made while another test's leftovers ran
-    std::string_view leftover;  // result: what those leftovers were
-    double seconds = -1;        // result: its duration (setup, call and teardown); -1 when the record has none
-    std::string_view reason;   // interrupted, foreign, order, status; noise: the line, cut short
-    std::string_view phase;    // outside: "collection", "session end", "fixture setup", "fixture teardown"
-    std::string_view fixture, scope, location;  // outside, made by a fixture wider than a test: its name, scope, file:line
-    std::string_view rootdir;  // session
+    std::string_view leftover;                                // result: what those leftovers were
+    double seconds = -1;                                      // result: its duration (setup, call and teardown); -1 when the record has none
+    std::string_view reason;                                  // interrupted, foreign, order, status; noise: the line, cut short
+    std::string_view phase;                                   // outside: "collection", "session end", "fixture setup", "fixture teardown"
+    std::string_view fixture, scope, location;                // outside, made by a fixture wider than a test: its name, scope, file:line
+    std::string_view rootdir;                                 // session
     std::optional<std::string_view> configfile;
     const std::vector<std::string_view>* conftests = nullptr;
     const std::vector<std::string_view>* unlisted = nullptr;
     const std::vector<std::string_view>* absent = nullptr;
     long collected = 0;
-    std::string_view lease;         // session
-    std::optional<int> exitstatus;  // end
-    std::optional<int> finish;      // end: session.exitstatus after every pytest_sessionfinish hook
-    std::optional<int> final;       // end: the same at the plugin's pytest_unconfigure (after the conftests')
-    bool complete = false;          // finished
+    std::string_view lease;                     // session
+    std::optional<int> exitstatus;              // end
+    std::optional<int> finish;                  // end: session.exitstatus after every pytest_sessionfinish hook
+    std::optional<int> final;                   // end: the same at the plugin's pytest_unconfigure (after the conftests')
+    bool complete = false;                      // finished
     std::string_view note, receipt, isolation;  // finished
 };
 
@@ -131,7 +142,7 @@ public:
     RecordsFile(const RecordsFile&) = delete;
     RecordsFile& operator=(const RecordsFile&) = delete;
 
-    void append(std::string_view lines);           // one or more whole lines
+    void append(std::string_view lines);  // one or more whole lines
     void append_record(std::string_view json_object);
     // The `finished` record: `json_object` (without its closing brace) gets the length and
     // digest of everything written before it.

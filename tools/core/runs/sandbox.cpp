@@ -43,7 +43,7 @@ constexpr std::size_t kXdgFirst = 2;  // kSandboxed[2...]: below HOME
 // Variables that point a tool's per-user configuration, data or cache past HOME and XDG: dropped,
 // so that the tool falls back to the sandboxed home.
 constexpr const char* kUserDirectories[] = {"IPYTHONDIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
-                                           "GNUPGHOME", "PIP_CACHE_DIR"};
+                                            "GNUPGHOME", "PIP_CACHE_DIR"};
 
 bool pinned(const SuiteConfig& suite, const std::string& name) {
     for (const auto& e : suite.environment)

@@ -20,7 +20,10 @@ struct CollectedTest {
     bool serial = false;  // keeps its place in collection order
 };
 
-enum class OrderFamily { collection, reversed, module, global };
+enum class OrderFamily { collection,
+                         reversed,
+                         module,
+                         global };
 
 std::string_view to_string(OrderFamily family);
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "verdicts/gate.hpp"
 #include "inputs/suite_config.hpp"
+#include "verdicts/gate.hpp"
 
 namespace evgate {
 

@@ -32,22 +32,22 @@ struct GateInput {
     Receipt receipt;
     std::string root;  // ROOT, to check what each run saw
     RunMatrix runs;
-    std::vector<std::string> expected_runs;  // e.g. seed.0 .. seed.8: each must be there
+    std::vector<std::string> expected_runs;     // e.g. seed.0 .. seed.8: each must be there
     std::vector<std::string> repeats_run_here;  // runs that repeat an order, run all the same (a shard's: inputs/shards.hpp)
     std::vector<QuarantineEntry> quarantine;
     std::string quarantine_file;  // the configured QUARANTINE: rows name its lines
     std::optional<Baseline> baseline;
-    std::string baseline_file;  // configured (it may not exist yet)
-    std::int64_t baseline_tolerance = 0;  // tests the collection may drop below the baseline
-    std::vector<std::string> runners;      // runner columns present in `runs`
-    std::map<std::string, std::vector<DriftEntry>> drift;         // column -> manifest drift from local
-    std::vector<std::pair<std::string, std::string>> left_out;    // runner bundle -> why it is not a column
-    std::map<std::string, std::vector<std::string>> unmapped;     // runner -> JUnit cases matching no test
-    std::map<std::string, Culprit> culprits;  // localisation of order-dependent tests
+    std::string baseline_file;                                        // configured (it may not exist yet)
+    std::int64_t baseline_tolerance = 0;                              // tests the collection may drop below the baseline
+    std::vector<std::string> runners;                                 // runner columns present in `runs`
+    std::map<std::string, std::vector<DriftEntry>> drift;             // column -> manifest drift from local
+    std::vector<std::pair<std::string, std::string>> left_out;        // runner bundle -> why it is not a column
+    std::map<std::string, std::vector<std::string>> unmapped;         // runner -> JUnit cases matching no test
+    std::map<std::string, Culprit> culprits;                          // localisation of order-dependent tests
     std::vector<std::pair<std::string, std::string>> shard_problems;  // shard dir -> why the merge cannot trust it
     std::vector<std::pair<std::string, std::string>> shard_notes;     // shard dir -> how the merge took it
-    std::vector<TreeFinding> tree_findings;   // collections and runs that left the source tree changed
-    std::string evgate;                       // this tool's path and the suite file: `reproduce` commands
+    std::vector<TreeFinding> tree_findings;                           // collections and runs that left the source tree changed
+    std::string evgate;                                               // this tool's path and the suite file: `reproduce` commands
     std::filesystem::path suite_file;
     std::string home, tmpdir;  // the user's own HOME and TMPDIR (not the runs'): what a skip reason may name
     Date today;

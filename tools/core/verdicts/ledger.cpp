@@ -4,8 +4,8 @@
 #include <set>
 #include <string_view>
 
-#include "io/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
 
 namespace evgate {
@@ -88,7 +88,15 @@ void ledger_text(const std::vector<LedgerRow>& rows, const std::function<void(st
 }
 
 namespace key {  // the members of a ledger row the gate reads, in ledger_fields() order
-enum : std::size_t { test, scope, warning, verdict, gate, reason, until, owner, outcomes };
+enum : std::size_t { test,
+                     scope,
+                     warning,
+                     verdict,
+                     gate,
+                     reason,
+                     until,
+                     owner,
+                     outcomes };
 }
 
 FieldCapture ledger_fields() {

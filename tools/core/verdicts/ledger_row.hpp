@@ -47,7 +47,7 @@ private:
 struct LedgerRow {
     std::string test;
     bool suite_scope = false;
-    bool warning = false;  // a suite row that passes but wants a reader's attention
+    bool warning = false;                // a suite row that passes but wants a reader's attention
     Verdict verdict = Verdict::missing;  // a row nobody judged blocks
     Gate gate = Gate::block;
     std::string reason;
@@ -56,16 +56,16 @@ struct LedgerRow {
     std::vector<std::string> dirty;
     std::optional<std::string> until;
     std::optional<std::string> owner;
-    std::optional<std::string> partner;       // the test an order dependence hangs on ("a + b" for a set)
-    std::vector<std::string> partners;        // the minimal set it hangs on (ledger: a list when more than one)
-    std::vector<std::string> cleaners;        // tests that, run between polluter and victim, make it pass
-    std::optional<std::string> partner_role;  // polluter or state-setter
-    std::optional<std::string> reproduce;     // one shell command, runnable from any directory
-    std::vector<std::string> tests;           // a suite row: the tests it names, all of them (sandbox)
-    std::size_t orders = 0;                   // distinct seed orders it ran in: what its verdict stands on
-    bool fork_sensitive = false;              // its verdict rests on fresh processes: forks showed otherwise
-    bool collides = false;                    // its verdict rests on runs alone: beside others it failed
-    std::vector<std::string> unattributed;    // what changed while it ran that it did not change alone
+    std::optional<std::string> partner;        // the test an order dependence hangs on ("a + b" for a set)
+    std::vector<std::string> partners;         // the minimal set it hangs on (ledger: a list when more than one)
+    std::vector<std::string> cleaners;         // tests that, run between polluter and victim, make it pass
+    std::optional<std::string> partner_role;   // polluter or state-setter
+    std::optional<std::string> reproduce;      // one shell command, runnable from any directory
+    std::vector<std::string> tests;            // a suite row: the tests it names, all of them (sandbox)
+    std::size_t orders = 0;                    // distinct seed orders it ran in: what its verdict stands on
+    bool fork_sensitive = false;               // its verdict rests on fresh processes: forks showed otherwise
+    bool collides = false;                     // its verdict rests on runs alone: beside others it failed
+    std::vector<std::string> unattributed;     // what changed while it ran that it did not change alone
     std::vector<std::string> unattributed_in;  // the runs that saw that
 };
 

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include <gsl/gsl>
 #include <xxhash.h>
+#include <gsl/gsl>
 
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
@@ -315,7 +315,7 @@ void RunMatrix::visit(std::optional<std::uint32_t> test, Each each) const {
         if (c == nullptr || c->planned == 0 || !runs_[r].problem.empty()) continue;
         if (runs_[r].plan.column == Column::runner && c->outcome == 0) continue;  // a runner without a result says nothing
         const std::string_view outcome = c->outcome != 0 ? outcomes_.name(c->outcome - 1)
-                                         : to_string(c->interrupted ? Outcome::interrupted : Outcome::missing);
+                                                         : to_string(c->interrupted ? Outcome::interrupted : Outcome::missing);
         for (std::uint32_t k = 0; k < c->planned; ++k) each(r, *c, outcome);
     }
 }

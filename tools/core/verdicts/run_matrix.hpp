@@ -110,7 +110,7 @@ private:
         std::size_t results = 0;
     };
 
-    struct Parsed;      // one run's files, parsed but not numbered
+    struct Parsed;     // one run's files, parsed but not numbered
     class ParseAhead;  // runs parsed side by side, a few ahead of the one being numbered
 
     std::uint32_t number(RunCells& run, std::string_view test);  // the test's number, with a cell in `run`

@@ -1,9 +1,9 @@
 #include "verdicts/suite_checks.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <map>
-#include <cctype>
 #include <set>
 #include <unordered_set>
 
@@ -68,16 +68,13 @@ LedgerRow receipt_row(const GateInput& input) {
                                              : "an option chose another config, and with it other tests: " + list_some(chosen_by, 4);
     std::error_code ec;
     if (!std::filesystem::equivalent(receipt.rootdir, input.root, ec))
-        return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root +
-                                                          "'" + (by_option.empty() ? "" : ": " + by_option));
+        return suite_row("receipt", Verdict::missing, "pytest chose rootdir '" + receipt.rootdir + "', not ROOT '" + input.root + "'" + (by_option.empty() ? "" : ": " + by_option));
     if (!same_config(receipt.configfile, receipt.expected_configfile))
         return suite_row("receipt", Verdict::missing,
                          "pytest read its configuration from '" + receipt.configfile.value_or("(none)") +
                              "', but the project's is '" + receipt.expected_configfile.value_or("(none)") + "': " +
                              (by_option.empty() ? std::string("a stray config file re-rooted collection") : by_option));
-    return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" +
-                                                     receipt.configfile.value_or("(none)") + "', " +
-                                                     std::to_string(receipt.conftests.size()) + " conftest file(s)");
+    return suite_row("receipt", Verdict::stable, "rootdir '" + receipt.rootdir + "', configfile '" + receipt.configfile.value_or("(none)") + "', " + std::to_string(receipt.conftests.size()) + " conftest file(s)");
 }
 
 // Who took a test out of the receipt's collection, in words.
@@ -129,7 +126,7 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     for (const auto& stray : receipt.stray_configs) {
         if (receipt.configfile && std::filesystem::path(*receipt.configfile).filename() == stray) continue;
         rows.push_back(warning_row("stray-config:" + stray, "'" + stray + "' would re-root pytest started in its directory, "
-                                                          "or on a test of this suite below it"));
+                                                                          "or on a test of this suite below it"));
     }
     // Said once: a vendored tree's or a submodule's config concerns another suite.
     if (const auto& ignored = receipt.stray_configs_ignored; !ignored.empty()) {
@@ -151,8 +148,7 @@ std::vector<LedgerRow> workspace_rows(const GateInput& input) {
     }
     // A run under these calls no test, yet pytest reports setup and teardown as passed.
     if (!receipt.hollow.empty())
-        rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " +
-                                                                  list_some(receipt.hollow, 10) + ": remove the option"));
+        rows.push_back(suite_row("options", Verdict::missing, "pytest reports the tests without running them under " + list_some(receipt.hollow, 10) + ": remove the option"));
     return rows;
 }
 
@@ -172,8 +168,7 @@ LedgerRow collection_row(const Receipt& receipt) {
 // The collection against the committed baseline: fewer tests than it expects blocks.
 LedgerRow baseline_row(const GateInput& input) {
     if (!input.baseline)
-        return suite_row("baseline", Verdict::missing, "the baseline '" + input.baseline_file +
-                                                           "' does not exist; write it with `evgate baseline --suite <suite.json>`");
+        return suite_row("baseline", Verdict::missing, "the baseline '" + input.baseline_file + "' does not exist; write it with `evgate baseline --suite <suite.json>`");
     const auto& baseline = *input.baseline;
     const auto collected = static_cast<std::int64_t>(input.receipt.tests.size());
     std::unordered_set<std::string> now;
@@ -247,7 +242,8 @@ std::string exit_trouble(const RunRecords& r) {
     for (int status : r.exit_statuses)
         if (status != 0 && status != 1)
             return "pytest ended with exit status " + std::to_string(status) +
-                   (status == 3 ? " (an internal error, INTERNALERROR)" : status == 2 ? " (interrupted)" : "");
+                   (status == 3 ? " (an internal error, INTERNALERROR)" : status == 2 ? " (interrupted)"
+                                                                                      : "");
     return "";
 }
 
@@ -261,8 +257,7 @@ LedgerRow run_row(const GateInput& input, std::size_t i, UnknownIds& unknown) {
     if (!trouble.empty()) return suite_row(name, Verdict::missing, trouble);
     if (!r.finished) return suite_row(name, Verdict::interrupted, "the run did not finish (no 'finished' record)");
     if (!*r.finished) return suite_row(name, Verdict::interrupted, "the run did not finish: " + r.finish_note);
-    return suite_row(name, Verdict::stable, std::to_string(input.runs.results(i)) + " results from " +
-                                                std::to_string(r.sessions.size()) + " pytest process(es)");
+    return suite_row(name, Verdict::stable, std::to_string(input.runs.results(i)) + " results from " + std::to_string(r.sessions.size()) + " pytest process(es)");
 }
 
 // One row per check a run's records doubt it by: its reasons, each naming where.
@@ -594,7 +589,8 @@ std::vector<LedgerRow> unattributed_rows(const std::vector<LedgerRow>& rows, std
                                 list_some(quoted) + " changed while " + test.test + " ran (in " + list_some(test.unattributed_in, 3) +
                                     "), and not when it ran alone in a fresh process: a process it did not start made the "
                                     "change (one an earlier test left running, a detached daemon, a grandchild), without "
-                                    "declaring it; the writer is not named, and " + test.test + " is not blamed"));
+                                    "declaring it; the writer is not named, and " +
+                                    test.test + " is not blamed"));
         out.back().dirty = test.unattributed;
     }
     return out;

@@ -16,12 +16,12 @@
 namespace evgate {
 
 struct GateSummary {
-    std::vector<LedgerRow> shown;           // the rows that block, defer or warn, in ledger order
+    std::vector<LedgerRow> shown;               // the rows that block, defer or warn, in ledger order
     std::array<int, kVerdictCount> verdicts{};  // test rows per verdict
     int tests = 0, blocked = 0, deferred = 0;   // of the test rows
     int checks = 0, suite_blocks = 0;           // suite rows, and those that block
-    std::size_t runners = 0;  // runner columns that made it into the ledger (passing runner: rows)
-    std::size_t runs = 0;     // run ids the rows' outcomes name: the runs the summary line counts
+    std::size_t runners = 0;                    // runner columns that made it into the ledger (passing runner: rows)
+    std::size_t runs = 0;                       // run ids the rows' outcomes name: the runs the summary line counts
 
     void add(const LedgerRow& row);
     int passed() const { return tests - blocked - deferred; }

@@ -87,16 +87,16 @@ struct Observations {
     using Runs = std::vector<std::string>;
 
     std::map<std::string, std::set<OutcomeClass>> classes_by_order;  // local attempts with a result
-    std::map<OutcomeClass, Runs> runs_by_class;                       // local
-    std::map<OutcomeClass, Runs> remote_runs_by_class;                // runners and perturbed
-    std::map<OutcomeClass, Runs> runner_runs_by_class;                // runners only
+    std::map<OutcomeClass, Runs> runs_by_class;                      // local
+    std::map<OutcomeClass, Runs> remote_runs_by_class;               // runners and perturbed
+    std::map<OutcomeClass, Runs> runner_runs_by_class;               // runners only
     Runs interrupted, missing;
-    Runs uncalled;                 // runs whose records say its call phase never ran
+    Runs uncalled;                // runs whose records say its call phase never ran
     std::set<std::string> dirty;  // groups, and kSourceTreePrefix + file
     Runs dirtied_in;
     bool alone_tried = false;
-    std::map<OutcomeClass, Runs> beside_by_class;  // runs that went beside others and were done again alone
-    std::set<OutcomeClass> seen_not_beside;        // classes seen in a run that was not
+    std::map<OutcomeClass, Runs> beside_by_class;              // runs that went beside others and were done again alone
+    std::set<OutcomeClass> seen_not_beside;                    // classes seen in a run that was not
     std::string fail_message, skip_message, uncalled_message;  // ": <message>" of the first such attempt with one, else ""
 
     std::size_t count(OutcomeClass cls) const;  // local runs with a result of this class

@@ -108,8 +108,7 @@ private:
     Entry entry(std::uint64_t i) {
         unsigned char bytes[kEntry];
         read(index_ + i * kEntry, bytes, kEntry);
-        return {{get(bytes, 8), get(bytes + 8, 8)}, get(bytes + 16, 8), static_cast<std::uint32_t>(get(bytes + 24, 4)),
-                static_cast<std::uint32_t>(get(bytes + 28, 4))};
+        return {{get(bytes, 8), get(bytes + 8, 8)}, get(bytes + 16, 8), static_cast<std::uint32_t>(get(bytes + 24, 4)), static_cast<std::uint32_t>(get(bytes + 28, 4))};
     }
 
     void read(std::uint64_t offset, void* into, std::size_t n) {
@@ -187,9 +186,11 @@ std::optional<std::string> find_verdict(const std::filesystem::path& store, std:
 EntryOutput entry_output(const std::filesystem::path& store, std::string_view test) {
     StoreFile file(store);
     if (!file.exists())
-        return {"no verdict: the verdict store " + store.string() + " does not exist: the suite's ledger step has not run "
-                "since its receipt step (a ctest interrupted before the ledger clears an earlier run's verdicts)\n"
-                "<CTestDetails>no verdict: the ledger step has not run</CTestDetails>\n", 1};
+        return {"no verdict: the verdict store " + store.string() +
+                    " does not exist: the suite's ledger step has not run "
+                    "since its receipt step (a ctest interrupted before the ledger clears an earlier run's verdicts)\n"
+                    "<CTestDetails>no verdict: the ledger step has not run</CTestDetails>\n",
+                1};
     auto text = file.find(test);
     if (!text)
         return {"no verdict: " + std::string(test) + " has no row in the ledger: pytest does not collect it any more (renamed " +

@@ -32,28 +32,35 @@ enum class Verdict {
 constexpr std::size_t kVerdictCount = 10;
 
 // What the gate does with a row.
-enum class Gate { pass, defer, block };
+enum class Gate { pass,
+                  defer,
+                  block };
 
 // What can turn a verdict's block into a dated deferral (a quarantine entry; the test's own
 // env_sensitive(until=, owner=) marker).
-enum class Deferral { none, quarantine, quarantine_or_env_sensitive };
+enum class Deferral { none,
+                      quarantine,
+                      quarantine_or_env_sensitive };
 
 // What `evgate replay` command a row carries (verdicts/reproduction.cpp builds it).
 enum class Reproduce {
-    nothing,                       // nothing local reproduces it
-    alone,                         // the test on its own
-    alone_where_it_failed,         // on its own, with the variables that differ where it failed
-    partner_or_failing_order,      // the localised partner's order, else the order it failed in, up to it
-    failing_order_five_times,      // the order it failed in, up to it, five times over
-    order_it_died_in,              // the order its interpreter died in, up to it
+    nothing,                   // nothing local reproduces it
+    alone,                     // the test on its own
+    alone_where_it_failed,     // on its own, with the variables that differ where it failed
+    partner_or_failing_order,  // the localised partner's order, else the order it failed in, up to it
+    failing_order_five_times,  // the order it failed in, up to it, five times over
+    order_it_died_in,          // the order its interpreter died in, up to it
 };
 
 // What its per-test CTest entry and JUnit case report: the gate's decision, or "skipped".
-enum class CaseStatus { gate, skipped };
+enum class CaseStatus { gate,
+                        skipped };
 
 // A verdict that compares machines: the outcome elsewhere that makes it, whose manifest drift
 // the row's reason names.
-enum class Elsewhere { nothing, failure, pass };
+enum class Elsewhere { nothing,
+                       failure,
+                       pass };
 
 // Okabe-Ito colours, told apart with the common colour-vision deficiencies, as the pages' CSS
 // classes (reports/assets/*.css).

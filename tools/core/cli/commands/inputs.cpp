@@ -5,14 +5,14 @@
 #include <fstream>
 #include <iostream>
 
-#include "inputs/evidence_layout.hpp"
-#include "io/error.hpp"
 #include "fixtures/fixture_store.hpp"
+#include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/manifest_diff.hpp"
 #include "runs/receipt.hpp"
 #include "runs/shuffle.hpp"
+#include "verdicts/manifest_diff.hpp"
 
 namespace fs = std::filesystem;
 
@@ -48,8 +48,9 @@ void baseline_options(Options& accepted) {
 }
 
 void restore_options(Options& accepted) {
-    accepted.named.add_options()("pending", "only complete the restores that killed runs left pending, keeping what they "
-                                            "replace (the <name>.restore step, run by CTest after every other step)");
+    accepted.named.add_options()("pending",
+                                 "only complete the restores that killed runs left pending, keeping what they "
+                                 "replace (the <name>.restore step, run by CTest after every other step)");
 }
 
 void diff_options(Options& accepted) {

@@ -4,33 +4,34 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <exception>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "fixtures/fixture_store.hpp"
 #include "inputs/evidence_layout.hpp"
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
+#include "inputs/shards.hpp"
+#include "io/error.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
 #include "runs/culprit_runs.hpp"
-#include "runs/fork_server.hpp"
 #include "runs/env_manifest.hpp"
 #include "runs/evidence_reuse.hpp"
-#include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
+#include "runs/fork_server.hpp"
+#include "runs/order_run.hpp"
 #include "runs/perturbation.hpp"
 #include "runs/receipt.hpp"
 #include "runs/replay.hpp"
 #include "runs/rerun_planner.hpp"
 #include "runs/sandbox.hpp"
-#include "runs/order_run.hpp"
-#include "inputs/shards.hpp"
 #include "runs/shuffle.hpp"
 
 namespace fs = std::filesystem;
@@ -116,7 +117,7 @@ void say_reuse(const SuiteConfig& suite, const Receipt& receipt, const ReuseDeci
 
 int cmd_receipt(Invocation& in) {
     const auto& suite = in.suite();
-    validate_inputs(suite);  // fail before any run, not at the gate
+    validate_inputs(suite);                       // fail before any run, not at the gate
     const auto kept = take_kept_evidence(suite);  // the runs are evidence for this invocation only if it keeps them
     // Nor is an earlier ledger, report or per-test verdict: when a step of this invocation is
     // killed (Ctrl-C) before the ledger step, an earlier verdict must not be left to be read as this one's.
@@ -413,7 +414,8 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
                                      std::vector<LoadedRun> runs, int& status) {
     for (;;) {  // each run is done again alone at most once
         const auto spans = read_spans(suite.root);
-        const auto redo = runs_to_confirm(runs, [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
+        const auto redo = runs_to_confirm(
+            runs, [&](const std::string& lease) { return overlapped_another(spans, lease); }, failures);
         if (redo.empty()) return runs;
         for (const auto& id : redo) {
             const auto plan = apart_plan(read_plan(plan_file(suite, id)));
@@ -548,9 +550,7 @@ int cmd_alone(Invocation& in) {
     const auto budget = alone_budget(suite, receipt);
     if (suite.alone == "off" || (suite.alone == "auto" && !budget && receipt.tests.size() > kAutoLimit)) {
         std::cout << "evgate: " << suite.name << ": the alone pass is off"
-                  << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) +
-                                                                  " tests with no seed run to budget it by (ALONE AUTO: up to " +
-                                                                  std::to_string(kAutoLimit) + "; ALONE ON runs it)")
+                  << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) + " tests with no seed run to budget it by (ALONE AUTO: up to " + std::to_string(kAutoLimit) + "; ALONE ON runs it)")
                   << '\n';
         return 0;
     }
@@ -583,7 +583,7 @@ int cmd_alone(Invocation& in) {
     }
     // In chunks of a few runs a worker, until the budget is spent.
     const auto started = std::chrono::steady_clock::now();
-    const std::size_t chunk = 4 * std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t chunk = std::size_t{4} * std::max(1u, std::thread::hardware_concurrency());
     std::vector<RunPlan> ran;
     int status = 0;
     for (std::size_t at = 0; at < plans.size(); at += chunk) {
@@ -599,7 +599,7 @@ int cmd_alone(Invocation& in) {
     if (kept > 0) std::cout << "; " << kept << " kept from an earlier ctest";
     if (ran.size() < plans.size())
         std::cout << "; " << plans.size() - ran.size() << " left for the next ctest on this tree (ALONE AUTO spends at most a quarter of "
-                  << "the seed runs' time or 5 s, " << static_cast<long>(*budget * 10) / 10.0 << " s here)";
+                  << "the seed runs' time or 5 s, " << std::fixed << std::setprecision(1) << *budget << " s here)";
     std::cout << '\n';
     return status;
 }

@@ -7,29 +7,29 @@
 #include <future>
 #include <iostream>
 
+#include "fixtures/fixture_store.hpp"
 #include "inputs/evidence_layout.hpp"
 #include "inputs/run_id.hpp"
-#include "verdicts/ctest_entries.hpp"
-#include "runs/culprit_runs.hpp"
-#include "runs/ctest_selection.hpp"
-#include "runs/evidence_reuse.hpp"
-#include "runs/receipt.hpp"
-#include "io/date.hpp"
-#include "io/timestamp.hpp"
-#include "runs/bytecode_cache.hpp"
-#include "runs/discover_cache.hpp"
-#include "io/error.hpp"
-#include "fixtures/fixture_store.hpp"
+#include "inputs/runner_bundles.hpp"
+#include "inputs/shards.hpp"
 #include "io/atomic_file.hpp"
+#include "io/date.hpp"
+#include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/manifest_diff.hpp"
 #include "io/process.hpp"
-#include "runs/replay.hpp"
+#include "io/timestamp.hpp"
 #include "reports/report.hpp"
 #include "reports/run_history.hpp"
-#include "inputs/runner_bundles.hpp"
+#include "runs/bytecode_cache.hpp"
+#include "runs/ctest_selection.hpp"
+#include "runs/culprit_runs.hpp"
+#include "runs/discover_cache.hpp"
+#include "runs/evidence_reuse.hpp"
+#include "runs/receipt.hpp"
+#include "runs/replay.hpp"
 #include "runs/run_plan.hpp"
-#include "inputs/shards.hpp"
+#include "verdicts/ctest_entries.hpp"
+#include "verdicts/manifest_diff.hpp"
 #include "verdicts/verdict_store.hpp"
 
 namespace fs = std::filesystem;
@@ -132,7 +132,7 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
     for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id);
     input.tree_findings = FixtureStore(suite).findings(leases);
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
-    const auto foreign = foreign_shards(suite);  // a merge's shards from another environment: runner columns
+    const auto foreign = foreign_shards(suite);                                // a merge's shards from another environment: runner columns
     const auto expected = [&](const std::string& id, std::uint64_t seed) {
         if (shard) return runs_here(*shard, id, seed);
         return std::none_of(foreign.begin(), foreign.end(), [&](const ForeignShard& f) {
