@@ -165,9 +165,10 @@ def test_a_changed_variable_the_manifest_records_runs_everything_again(project):
         assert "the environment manifest" in said and "every run starts over" in said, said
 
 
-def test_a_rebuilt_module_runs_everything_again(project):
-    """A C library the build makes (a DEPENDS target, loaded with ctypes, as bindings load what
-    they wrap): rebuilt with another constant, its test fails; nothing of the first run is kept."""
+def rebuilt_library(project, depends, what):
+    """A C library the build makes, loaded with ctypes when the test module is imported (as a
+    binding loads the library it wraps); `depends`: named in DEPENDS. Rebuilt with another
+    constant, its test fails, and nothing of the first run may be kept."""
     project.write("native/limit.c", "int limit(void) { return 10; }\n")
     project.write("tests/test_native.py", """
         import ctypes
@@ -181,40 +182,7 @@ def test_a_rebuilt_module_runs_everything_again(project):
         def test_other():
             pass
     """)
-    project.suite(SUITE_ARGS + " ENVIRONMENT LIMIT_LIBRARY=$<TARGET_FILE:limit> DEPENDS limit",
-                  before="enable_language(C)\nadd_library(limit SHARED native/limit.c)")
-    with project.checked():
-        project.configured()
-        build = project.build_target("limit")
-        assert build.returncode == 0, build.describe()
-        result = project.evidence()
-        assert gate_summary(project.build) == "PASSED", result.describe()
-        project.write("native/limit.c", "int limit(void) { return 9; }\n")
-        project.seal()
-        build = project.build_target("limit")
-        assert build.returncode == 0, build.describe()
-        result = project.evidence()
-        nothing_kept(project, result, "tests/test_native.py::test_limit", "a rebuilt module")
-
-
-def test_a_rebuilt_library_a_module_loads_at_import_runs_everything_again(project):
-    """The same library, not named in DEPENDS: the test module loads it at import, as a binding
-    loads the library it wraps. The collection's process has it mapped, so the receipt lists it
-    among the binaries under test; rebuilt, nothing of the first run is kept."""
-    project.write("native/limit.c", "int limit(void) { return 10; }\n")
-    project.write("tests/test_native.py", """
-        import ctypes
-        import os
-
-        LIB = ctypes.CDLL(os.environ["LIMIT_LIBRARY"])
-
-        def test_limit():
-            assert LIB.limit() >= 10
-
-        def test_other():
-            pass
-    """)
-    project.suite(SUITE_ARGS + " ENVIRONMENT LIMIT_LIBRARY=$<TARGET_FILE:limit>",
+    project.suite(SUITE_ARGS + " ENVIRONMENT LIMIT_LIBRARY=$<TARGET_FILE:limit>" + (" DEPENDS limit" if depends else ""),
                   before="enable_language(C)\nadd_library(limit SHARED native/limit.c)")
     with project.checked():
         project.configured()
@@ -229,4 +197,15 @@ def test_a_rebuilt_library_a_module_loads_at_import_runs_everything_again(projec
         build = project.build_target("limit")
         assert build.returncode == 0, build.describe()
         result = project.evidence()
-        nothing_kept(project, result, "tests/test_native.py::test_limit", "a rebuilt library loaded at import")
+        nothing_kept(project, result, "tests/test_native.py::test_limit", what)
+
+
+def test_a_rebuilt_module_runs_everything_again(project):
+    """The library is a DEPENDS target: the receipt digests its file."""
+    rebuilt_library(project, depends=True, what="a rebuilt DEPENDS library")
+
+
+def test_a_rebuilt_library_a_module_loads_at_import_runs_everything_again(project):
+    """The library is not in DEPENDS: the collection's process has it mapped, so the receipt
+    lists it among the binaries under test all the same."""
+    rebuilt_library(project, depends=False, what="a rebuilt library loaded at import")
