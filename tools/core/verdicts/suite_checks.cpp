@@ -10,6 +10,7 @@
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
 #include "io/natural_order.hpp"
+#include "runs/alone_budget.hpp"
 #include "verdicts/counts.hpp"
 
 namespace evgate {
@@ -462,7 +463,8 @@ std::optional<LedgerRow> alone_row(const GateInput& input) {
     return suite_row("alone-pass", Verdict::stable,
                      std::to_string(alone.size()) + " of " + std::to_string(tests) +
                          " tests have run alone, first after the collection; the others run alone in the next ctest runs on "
-                         "this tree (ALONE AUTO spends at most a quarter of the seed runs' time, or 5 s, per ctest)");
+                         "this tree (" +
+                         alone_budget_rule() + ")");
 }
 
 std::vector<LedgerRow> run_rows(const GateInput& input) {

@@ -1,0 +1,40 @@
+// How much of a ctest the alone pass may spend (ALONE AUTO): a quarter of what the seed runs of
+// one ctest cost, never less than a floor; the tests it does not reach run alone in the next
+// ctest on the same tree (runs/evidence_reuse.hpp keeps the ones it did).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace evgate {
+
+struct SuiteConfig;
+
+// A small suite's whole pass costs a few seconds, and a brittle test that passes in every seed
+// is found only there: the budget is never below this.
+inline constexpr double kAloneFloorSeconds = 5.0;
+// Of the seed runs' time (SEEDS + 1 runs of the longest seed run), the share the pass may take.
+inline constexpr double kAloneShare = 0.25;
+// Without a seed run to measure, ALONE AUTO runs the pass for up to this many tests: at 20 to
+// 150 ms a fork, more would cost more than the seeds of a suite of quick tests (docs/cost.md).
+inline constexpr std::size_t kAloneAutoLimit = 200;
+
+// The pass's budget in seconds for `alone` ("auto", "on", "off"), `seeds` seed steps and the
+// longest seed run so far; nullopt for no bound (ALONE ON, or no seed run to measure).
+std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds);
+
+// The rule in words, for the lines and ledger rows that say a pass stopped at its budget.
+std::string alone_budget_rule();
+
+// Whether the pass runs at all: not under ALONE OFF, nor under ALONE AUTO for more than
+// kAloneAutoLimit tests with no seed run to budget it by.
+bool alone_pass_runs(std::string_view alone, bool budgeted, std::size_t tests);
+
+// The longest of the seed runs seed.0 .. seed.<seeds-1> finished so far (this invocation's and the
+// kept ones), from its plan (written as it starts) to its records' last write; nullopt before any.
+std::optional<double> seed_run_seconds(const SuiteConfig& suite, std::uint64_t seeds);
+
+}  // namespace evgate
