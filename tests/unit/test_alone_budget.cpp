@@ -12,18 +12,22 @@ namespace fs = std::filesystem;
 using evgate::alone_budget;
 using evgate::alone_pass_runs;
 
-TEST_CASE("ALONE AUTO spends a quarter of the seed runs' time, never under the floor", "[alone]") {
+TEST_CASE("ALONE AUTO spends a quarter of the seed runs' time, never under the floor while few tests are left", "[alone]") {
     // 8 seeds + the collection order of 10 s runs: 90 s of seeds, a quarter of it for the pass.
-    CHECK(alone_budget("auto", 8, 10.0) == Approx(22.5));
-    // A quick suite's seeds would leave it under a second: the floor keeps the pass useful.
-    CHECK(alone_budget("auto", 8, 0.1) == Approx(evgate::kAloneFloorSeconds));
-    CHECK(alone_budget("auto", 0, 100.0) == Approx(25.0));
+    CHECK(alone_budget("auto", 8, 10.0, 50) == Approx(22.5));
+    CHECK(alone_budget("auto", 8, 10.0, 5000) == Approx(22.5));
+    // A quick small suite's seeds would leave it under a second: the floor lets its whole pass run.
+    CHECK(alone_budget("auto", 8, 0.1, 30) == Approx(evgate::kAloneFloorSeconds));
+    CHECK(alone_budget("auto", 8, 0.1, evgate::kAloneAutoLimit) == Approx(evgate::kAloneFloorSeconds));
+    // A quick large suite's pass would not finish in the floor anyway: it takes its share.
+    CHECK(alone_budget("auto", 8, 0.8, evgate::kAloneAutoLimit + 1) == Approx(1.8));
+    CHECK(alone_budget("auto", 0, 100.0, 10) == Approx(25.0));
 }
 
 TEST_CASE("the pass is unbounded under ALONE ON, and under AUTO until a seed run was measured", "[alone]") {
-    CHECK_FALSE(alone_budget("on", 8, 10.0));
-    CHECK_FALSE(alone_budget("auto", 8, std::nullopt));
-    CHECK_FALSE(alone_budget("off", 8, 10.0));
+    CHECK_FALSE(alone_budget("on", 8, 10.0, 10));
+    CHECK_FALSE(alone_budget("auto", 8, std::nullopt, 10));
+    CHECK_FALSE(alone_budget("off", 8, 10.0, 10));
 }
 
 TEST_CASE("whether the pass runs: never under OFF, unbudgeted AUTO only for a small suite", "[alone]") {
@@ -35,7 +39,8 @@ TEST_CASE("whether the pass runs: never under OFF, unbudgeted AUTO only for a sm
 }
 
 TEST_CASE("the rule the lines and the ledger row quote says the share and the floor", "[alone]") {
-    CHECK(evgate::alone_budget_rule() == "ALONE AUTO spends at most a quarter of the seed runs' time, or 5 s, per ctest");
+    CHECK(evgate::alone_budget_rule() ==
+          "ALONE AUTO spends at most a quarter of the seed runs' time per ctest, or 5 s while at most 200 tests are left");
 }
 
 TEST_CASE("a seed run's time is from its plan to its records' last write, the longest of them", "[alone]") {

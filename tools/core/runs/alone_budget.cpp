@@ -12,14 +12,17 @@
 
 namespace evgate {
 
-std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds) {
+std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds,
+                                   std::size_t tests_left) {
     if (alone != "auto" || !seed_run_seconds) return std::nullopt;
-    return std::max(kAloneFloorSeconds, kAloneShare * static_cast<double>(seeds + 1) * *seed_run_seconds);
+    const double share = kAloneShare * static_cast<double>(seeds + 1) * *seed_run_seconds;
+    return tests_left <= kAloneAutoLimit ? std::max(kAloneFloorSeconds, share) : share;
 }
 
 std::string alone_budget_rule() {
-    return "ALONE AUTO spends at most a quarter of the seed runs' time, or " + std::to_string(static_cast<int>(kAloneFloorSeconds)) +
-           " s, per ctest";
+    return "ALONE AUTO spends at most a quarter of the seed runs' time per ctest, or " +
+           std::to_string(static_cast<int>(kAloneFloorSeconds)) + " s while at most " + std::to_string(kAloneAutoLimit) +
+           " tests are left";
 }
 
 bool alone_pass_runs(std::string_view alone, bool budgeted, std::size_t tests) {

@@ -1,6 +1,7 @@
 // How much of a ctest the alone pass may spend (ALONE AUTO): a quarter of what the seed runs of
-// one ctest cost, never less than a floor; the tests it does not reach run alone in the next
-// ctest on the same tree (runs/evidence_reuse.hpp keeps the ones it did).
+// one ctest cost, and never less than a floor while few tests are left (a small suite's whole
+// pass); the tests it does not reach run alone in the next ctest on the same tree
+// (runs/evidence_reuse.hpp keeps the ones it did).
 #pragma once
 
 #include <cstddef>
@@ -14,17 +15,22 @@ namespace evgate {
 struct SuiteConfig;
 
 // A small suite's whole pass costs a few seconds, and a brittle test that passes in every seed
-// is found only there: the budget is never below this.
+// is found only there: while at most kAloneAutoLimit tests are left to run alone, the budget is
+// never below this. A larger rest would not finish in it anyway, and a floor would be a fixed
+// price on every ctest of a suite of quick tests (docs/cost.md).
 inline constexpr double kAloneFloorSeconds = 5.0;
 // Of the seed runs' time (SEEDS + 1 runs of the longest seed run), the share the pass may take.
 inline constexpr double kAloneShare = 0.25;
-// Without a seed run to measure, ALONE AUTO runs the pass for up to this many tests: at 20 to
-// 150 ms a fork, more would cost more than the seeds of a suite of quick tests (docs/cost.md).
+// Without a seed run to measure, ALONE AUTO runs the pass for up to this many tests, and the floor
+// holds up to this many left: at 20 to 150 ms a fork, more would cost more than the seeds of a
+// suite of quick tests (docs/cost.md).
 inline constexpr std::size_t kAloneAutoLimit = 200;
 
-// The pass's budget in seconds for `alone` ("auto", "on", "off"), `seeds` seed steps and the
-// longest seed run so far; nullopt for no bound (ALONE ON, or no seed run to measure).
-std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds);
+// The pass's budget in seconds for `alone` ("auto", "on", "off"), `seeds` seed steps, the longest
+// seed run so far and the tests left to run alone; nullopt for no bound (ALONE ON, or no seed run
+// to measure).
+std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds,
+                                   std::size_t tests_left);
 
 // The rule in words, for the lines and ledger rows that say a pass stopped at its budget.
 std::string alone_budget_rule();

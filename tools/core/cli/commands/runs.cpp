@@ -498,8 +498,8 @@ int cmd_alone(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
     auto& store = in.store();
-    const auto budget = alone_budget(suite.alone, static_cast<std::uint64_t>(suite.seeds), seed_run_seconds(suite, receipt.orders.seeds));
-    if (!alone_pass_runs(suite.alone, budget.has_value(), receipt.tests.size())) {
+    const auto seed_seconds = seed_run_seconds(suite, receipt.orders.seeds);
+    if (!alone_pass_runs(suite.alone, seed_seconds.has_value(), receipt.tests.size())) {
         std::cout << "evgate: " << suite.name << ": the alone pass is off"
                   << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) + " tests with no seed run to budget it by (ALONE AUTO: up to " + std::to_string(kAloneAutoLimit) + "; ALONE ON runs it)")
                   << '\n';
@@ -533,6 +533,7 @@ int cmd_alone(Invocation& in) {
         return 0;
     }
     // In chunks of a few runs a worker, until the budget is spent.
+    const auto budget = alone_budget(suite.alone, static_cast<std::uint64_t>(suite.seeds), seed_seconds, plans.size());
     const auto started = std::chrono::steady_clock::now();
     const std::size_t chunk = std::size_t{4} * std::max(1u, std::thread::hardware_concurrency());
     std::vector<RunPlan> ran;
