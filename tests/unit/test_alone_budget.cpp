@@ -65,3 +65,13 @@ TEST_CASE("a seed run's time is from its plan to its records' last write, the lo
     fs::remove(evgate::records_file(suite, "seed.1"));                       // a run under way: no time yet
     CHECK(*evgate::seed_run_seconds(suite, 3) == Approx(2.0).margin(0.01));
 }
+
+TEST_CASE("the pass starts a chunk only where one as long as the last still fits its budget", "[alone]") {
+    using evgate::next_chunk_fits;
+    CHECK(next_chunk_fits(std::nullopt, 100.0, 10.0));  // no budget
+    CHECK(next_chunk_fits(1.0, 0.0, 0.0));              // the first chunk always runs
+    CHECK(next_chunk_fits(0.5, 0.0, 0.0));
+    CHECK(next_chunk_fits(5.0, 2.0, 2.5));        // 4.5 s: within
+    CHECK_FALSE(next_chunk_fits(5.0, 2.6, 2.6));  // 5.2 s: a chunk past it
+    CHECK_FALSE(next_chunk_fits(5.0, 5.5, 0.1));  // spent already
+}

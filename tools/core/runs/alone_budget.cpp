@@ -19,6 +19,10 @@ std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, 
     return tests_left <= kAloneAutoLimit ? std::max(kAloneFloorSeconds, share) : share;
 }
 
+bool next_chunk_fits(std::optional<double> budget, double spent, double last_chunk) {
+    return !budget || spent == 0 || spent + last_chunk <= *budget;
+}
+
 std::string alone_budget_rule() {
     return "ALONE AUTO spends at most a quarter of the seed runs' time per ctest, or " +
            std::to_string(static_cast<int>(kAloneFloorSeconds)) + " s while at most " + std::to_string(kAloneAutoLimit) +

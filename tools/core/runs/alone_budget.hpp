@@ -32,6 +32,12 @@ inline constexpr std::size_t kAloneAutoLimit = 200;
 std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, std::optional<double> seed_run_seconds,
                                    std::size_t tests_left);
 
+// Whether the pass starts another chunk of runs: always without a budget and for its first
+// chunk (every ctest moves the pass on), else only when `spent` seconds and one more chunk as
+// long as the last (`last_chunk`) stay within `budget`: the pass ends inside its budget, not a
+// chunk past it.
+bool next_chunk_fits(std::optional<double> budget, double spent, double last_chunk);
+
 // The rule in words, for the lines and ledger rows that say a pass stopped at its budget.
 std::string alone_budget_rule();
 

@@ -538,13 +538,18 @@ int cmd_alone(Invocation& in) {
     const std::size_t chunk = std::size_t{4} * std::max(1u, std::thread::hardware_concurrency());
     std::vector<RunPlan> ran;
     int status = 0;
+    const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    double last_chunk = 0;
     for (std::size_t at = 0; at < plans.size(); at += chunk) {
-        const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        if (budget && spent >= *budget) break;
+        if (!next_chunk_fits(budget, seconds_since(started), last_chunk)) break;
+        const auto chunk_started = std::chrono::steady_clock::now();
         std::vector<RunPlan> some(plans.begin() + static_cast<std::ptrdiff_t>(at),
                                   plans.begin() + static_cast<std::ptrdiff_t>(std::min(plans.size(), at + chunk)));
         status |= run_all(suite, receipt, store, some, /*quiet=*/true);
         ran.insert(ran.end(), some.begin(), some.end());
+        last_chunk = seconds_since(chunk_started);
     }
     std::cout << "evgate: " << suite.name << ": " << ran.size() << " test(s) run alone, first after the collection; "
               << count_failed_alone(suite, ran) << " failed or gave no result";
