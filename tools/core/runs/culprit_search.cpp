@@ -198,13 +198,11 @@ Reduction minimise(Search& search) {
 
 // The claim is the flip, so both sides are rerun in alternation: with the set the test must
 // reproduce, alone it must not. A nondeterministic test fails this and gets no partner.
-// `reproduced`: the run just before was this very order and gave the target (a known set's
-// check): it is the first round's run with the set, not run twice.
-Check verify(Search& search, const Indices& set, int confirmations, std::string& note, bool reproduced = false) {
+Check verify(Search& search, const Indices& set, int confirmations, std::string& note) {
     const Order with_set = search.order_of(set);
     Order seen_with, seen_alone;
     for (int k = 0; k < confirmations; ++k) {
-        const auto with = k == 0 && reproduced ? std::optional<std::string>(to_string(search.goal.target)) : search.runner.run(with_set);
+        const auto with = search.runner.run(with_set);
         if (!with) return Check::out_of_budget;
         const auto alone = search.runner.run({search.test});
         if (!alone) return Check::out_of_budget;
@@ -282,7 +280,7 @@ bool known_partners(Localisation& out, Search& search, const std::vector<Order>&
         if (!at || at->empty()) continue;
         if (search.check(*at) != Check::target) continue;
         std::string note;
-        if (verify(search, *at, budget.confirmations, note, /*reproduced=*/true) != Check::target) continue;
+        if (verify(search, *at, budget.confirmations, note) != Check::target) continue;
         out.partners = pick(search.before, *at);
         out.partner_role = search.goal.partner_role;
         return true;
