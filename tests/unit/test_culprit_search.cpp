@@ -350,3 +350,15 @@ TEST_CASE("runs alone already made count toward telling a victim from a brittle 
         CHECK(mixed.note.find("nondeterministic") != std::string::npos);
     }
 }
+
+TEST_CASE("the run that picked a known set is no evidence for it: its verification reruns it three times", "[localise]") {
+    // Fails after t004 its first three times only. The known set's check sees the first; the
+    // verification must see the next three, and the fourth passes. Counting the check as the
+    // verification's first run would accept t004 on the second and third.
+    int failures = 0;
+    const Oracle oracle = [&](const Order& tests) -> std::string {
+        return tests.back() == "v" && has(tests, "t004") && failures++ < 3 ? "fail" : "pass";
+    };
+    const auto l = localise("v", suite(5), {}, oracle, Budget{}, {{"t004"}});
+    CHECK(l.partners.empty());
+}
