@@ -1,7 +1,8 @@
 """ISOLATION fork and ISOLATION process give the same ledger on the examples.
 
 Each example is copied twice below tmp_path, one copy configured with ``ISOLATION process``
-added to its suites, and both run with ``ctest -L evidence`` under one PYTHONHASHSEED (what
+added to its suites (both with ``ALONE ON``: the alone pass's time budget would let the slower
+processes reach fewer tests), and both run with ``ctest -L evidence`` under one PYTHONHASHSEED (what
 the receipt step would otherwise choose at random for each invocation). Every row must agree:
 verdict, gate, every run's outcome, the partner (the fresh processes that confirm what forks
 showed, `<run>.fresh.<j>`, and redos alone aside: they exist only where forks ran, or runs
@@ -24,7 +25,9 @@ def copy_with_isolation(example, destination, isolation):
     shutil.copytree(example, destination)
     lists = destination / "CMakeLists.txt"
     text = lists.read_text()
-    text, count = re.subn(r"evidence_gate_add_suite\((\w+)", rf"evidence_gate_add_suite(\1 ISOLATION {isolation}", text)
+    # ALONE ON: ALONE AUTO's budget is time (runs/alone_budget.hpp), and processes, slower than
+    # forks, may reach fewer tests alone in it; what is compared is what each test's runs showed.
+    text, count = re.subn(r"evidence_gate_add_suite\((\w+)", rf"evidence_gate_add_suite(\1 ISOLATION {isolation} ALONE ON", text)
     assert count >= 1, text
     lists.write_text(text)
     return destination
