@@ -2,7 +2,7 @@
 // (fake_launcher.hpp), a fresh process and a fork of a fork server (a socket-level fake of the
 // collected session's, fake_fork_server.hpp) run the same cases: a child that passes, one that
 // exits non-zero, TIMEOUT killing its group, TEST_TIMEOUT, a stop mid-run, the record channel
-// read whole. Each case takes milliseconds (a bound of 200 ms at most).
+// read whole. Each case takes milliseconds (300 ms at most).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,9 +1,9 @@
-// The one loop that waits for a child evgate started, however it was started (a process:
-// run_process; a fork of the collected session: runs/fork_launcher): it sleeps in poll(2) on
-// what tells the child's end, on the child's record channel and on the stop descriptor; sends
-// the child's group what ChildBounds says (TIMEOUT, the spec's moving deadline, a stop); reads
-// the channel as it fills; reports progress. How the child's end is seen is the child's own
-// (WaitedChild): a pidfd and waitid(2) for a process, the server's answer for a fork.
+// The one loop that waits for a child evgate started, however it was started (a process of its
+// own: run_process; a process another one started for it, whose end that one tells, as a fork
+// server does its workers'): it sleeps in poll(2) on what tells the child's end, on the child's
+// channel and on the stop descriptor; sends the child's group what ChildBounds says (the
+// timeout, the spec's moving deadline, a stop); reads the channel as it fills; reports progress.
+// How the child's end is seen is the child's own (WaitedChild): a pidfd and waitid(2), an answer.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,6 @@
 #include "io/process.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -9,7 +8,6 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -29,8 +27,6 @@ namespace evgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// ------------------------------------------------------------------ running
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     std::vector<char*> out;

@@ -268,7 +268,7 @@ private:
 }  // namespace
 
 ForkLauncher::ForkLauncher(fs::path socket, std::optional<ProcessIdentity> server, std::string receipt_id)
-    : socket_(std::move(socket)), server_(std::move(server)), receipt_id_(std::move(receipt_id)) {}
+    : socket_(std::move(socket)), server_(server), receipt_id_(std::move(receipt_id)) {}
 
 std::optional<LaunchResult> ForkLauncher::refused(const std::string& why) {
     lost_ = why;
