@@ -38,6 +38,7 @@ public:
 
     std::optional<LaunchResult> run(const LaunchSpec& launch) override {
         const auto& spec = launch.process;
+        if (!serving()) return std::nullopt;
         stop_source(spec).throw_if_asked();
         const auto start = WaitedChild::Clock::now();
         signals_.clear();
@@ -57,6 +58,11 @@ public:
         if (ended.stopped != 0 && !spec.return_when_stopped) throw Stopped(ended.stopped);
         return launch_result(ended, launch);
     }
+
+    // Starts nothing from now on (as a fork server that refused), saying `why`.
+    void refuse(std::string why) { refused_ = std::move(why); }
+    bool serving() const override { return refused_.empty(); }
+    std::string why_not() const override { return refused_; }
 
     // What the last child's group was sent, in order.
     const std::vector<int>& signals() const { return signals_; }
@@ -111,6 +117,7 @@ private:
     std::function<FakeChild(const LaunchSpec&)> script_;
     std::vector<int> signals_;
     int launched_ = 0;
+    std::string refused_;
 };
 
 }  // namespace evgate::test

@@ -2,12 +2,15 @@
 // (fake_launcher.hpp), a fresh process and a fork of a fork server (a socket-level fake of the
 // collected session's, fake_fork_server.hpp) run the same cases: a child that passes, one that
 // exits non-zero, TIMEOUT killing its group, TEST_TIMEOUT, a stop mid-run, the record channel
-// read whole. Each case takes milliseconds (300 ms at most).
+// read whole; and the choice between them (ForkSession) with fakes for both. Each case takes
+// milliseconds (300 ms at most).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -15,8 +18,10 @@
 
 #include "fake_fork_server.hpp"
 #include "fake_launcher.hpp"
+#include "inputs/evidence_layout.hpp"
 #include "io/stop.hpp"
 #include "runs/fork_launcher.hpp"
+#include "runs/fork_session.hpp"
 #include "runs/launcher.hpp"
 #include "runs/pytest_command.hpp"
 #include "runs/record_channel.hpp"
@@ -222,7 +227,7 @@ TEST_CASE("a fork server that refuses starts nothing, and is asked no more", "[l
     rig.launch.process.argv = script({}, rig.channel.child_end());
     CHECK_FALSE(launcher.run(rig.launch));
     CHECK_FALSE(launcher.serving());
-    CHECK(launcher.lost() == "refused: told to");
+    CHECK(launcher.why_not() == "refused: told to");
     CHECK(rig.channel.child_end() >= 0);  // untouched: a process gets it
     CHECK_FALSE(launcher.run(rig.launch));
 }
@@ -239,5 +244,52 @@ TEST_CASE("a fork server gone while its worker runs: the run says so, and it is 
     CHECK(result.describe() == "killed by signal 9 (SIGKILL); the fork server was gone");
     CHECK(rig.lines == "one\n");
     CHECK_FALSE(launcher.serving());
-    CHECK(launcher.lost() == "it ended while a run ran");
+    CHECK(launcher.why_not() == "it ended while a run ran");
+}
+
+// The choice between them (runs/fork_session.hpp), with fakes for both.
+TEST_CASE("a run forks while its fork launcher serves, then starts processes, and says which and why", "[launcher]") {
+    Rig rig;
+    const evgate::test::Env sandboxes("EVIDENCE_GATE_SANDBOX_DIR", (rig.dir.path / "sandboxes").string());
+    SuiteConfig suite;
+    suite.name = "s";
+    suite.evidence_dir = rig.dir.path / "evidence";
+    std::filesystem::create_directories(suite.evidence_dir);
+    Isolation isolation;
+    isolation.forks = true;
+    isolation.hash_seed = "7";
+    const auto script = [](const LaunchSpec&) { return FakeChild{}; };
+    auto fork_owned = std::make_unique<FakeLauncher>(script);
+    auto process_owned = std::make_unique<FakeLauncher>(script);
+    auto& fork = *fork_owned;
+    auto& process = *process_owned;
+    ForkSession session(suite, isolation, std::move(fork_owned), std::move(process_owned));
+    CHECK(session.hash_seed() == "7");
+    rig.launch.process.argv = {"fake"};
+
+    SECTION("the server refuses: the run goes on in processes, and never asks it again") {
+        CHECK(session.run(rig.launch).exited_with(0));
+        CHECK(session.forked());
+        fork.refuse("refused: told to");
+        CHECK(session.run(rig.launch).exited_with(0));
+        CHECK_FALSE(session.forked());
+        CHECK(session.run(rig.launch).exited_with(0));
+        CHECK(fork.launched() == 1);
+        CHECK(process.launched() == 2);
+        CHECK(session.isolation(3) == "fork, then process");
+        CHECK(session.why() == "the fork server: refused: told to");
+    }
+    SECTION("a run that declines forks starts processes only") {
+        session.decline("its environment is not the collection's");
+        CHECK(session.run(rig.launch).exited_with(0));
+        CHECK(fork.launched() == 0);
+        CHECK(session.isolation(1) == "process");
+        CHECK(session.why() == "its environment is not the collection's");
+    }
+    SECTION("another run of the invocation stopped forking: so does this one") {
+        evgate::test::write_text(suite.evidence_dir / evidence::kForksDeclined, "a test wrote in the collection's HOME");
+        CHECK(session.run(rig.launch).exited_with(0));
+        CHECK(fork.launched() == 0);
+        CHECK(session.why() == "a test wrote in the collection's HOME");
+    }
 }

@@ -3,7 +3,7 @@
 // and record channel, and to the run no different from what ProcessLauncher starts: a process
 // group of its own, bounded by TIMEOUT and TEST_TIMEOUT, killed on a stop, what it leaves in its
 // group killed after it (what it leaves outside, the server kills). A server that refuses, is
-// gone or misbehaves is asked no more (serving() says so, and lost() why). Which runs fork is
+// gone or misbehaves is asked no more (serving() says so, and why_not() why). Which runs fork is
 // fork_session.hpp's choice.
 #pragma once
 
@@ -67,8 +67,8 @@ public:
     // answered with a process not its own). Throws Stopped as run_process does.
     std::optional<LaunchResult> run(const LaunchSpec& launch) override;
 
-    bool serving() const { return lost_.empty(); }
-    const std::string& lost() const { return lost_; }  // why it is asked no more ("refused: ...")
+    bool serving() const override { return lost_.empty(); }
+    std::string why_not() const override { return lost_; }  // "refused: ...", "it ended while a run ran"
 
 private:
     std::optional<LaunchResult> refused(const std::string& why);

@@ -1,5 +1,7 @@
 #include "runs/fork_session.hpp"
 
+#include "runs/fork_launcher.hpp"
+
 #include "inputs/evidence_layout.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
@@ -13,7 +15,10 @@ namespace evgate {
 ForkSession::ForkSession(const SuiteConfig& suite, const Receipt& receipt) : ForkSession(suite, receipt, receipt_isolation(suite, receipt)) {}
 
 ForkSession::ForkSession(const SuiteConfig& suite, const Receipt& receipt, const Isolation& isolation)
-    : forks_of_server_(isolation.socket, isolation.server, receipt.id) {
+    : ForkSession(suite, isolation, std::make_unique<ForkLauncher>(isolation.socket, isolation.server, receipt.id), std::make_unique<ProcessLauncher>()) {}
+
+ForkSession::ForkSession(const SuiteConfig& suite, const Isolation& isolation, std::unique_ptr<Launcher> fork, std::unique_ptr<Launcher> process)
+    : fork_(std::move(fork)), process_(std::move(process)) {
     forking_ = isolation.forks;
     why_ = isolation.why;
     hash_seed_ = isolation.hash_seed;
@@ -63,15 +68,15 @@ LaunchResult ForkSession::run(const LaunchSpec& spec) {
     shared_ = false;
     auto forked = fork(spec);
     forked_ = forked.has_value();
-    return forked ? *std::move(forked) : *processes_.run(spec);
+    return forked ? *std::move(forked) : *process_->run(spec);
 }
 
 // A fork while the server serves this run; then whether it shared the collection's sandbox.
 std::optional<LaunchResult> ForkSession::fork(const LaunchSpec& spec) {
     if (!forking_ || declined_elsewhere()) return std::nullopt;
     const auto before = sandbox_fingerprint(collection_sandbox_);
-    auto result = forks_of_server_.run(spec);
-    if (!forks_of_server_.serving()) lost(forks_of_server_.lost());
+    auto result = fork_->run(spec);
+    if (!fork_->serving()) lost(fork_->why_not());
     if (!result) return std::nullopt;
     ++forks_;
     if (!sandbox_fingerprint_.empty() && (before != sandbox_fingerprint_ || sandbox_fingerprint(collection_sandbox_) != before)) {

@@ -6,11 +6,11 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "inputs/suite_config.hpp"
-#include "runs/fork_launcher.hpp"
 #include "runs/fork_server.hpp"
 #include "runs/launcher.hpp"
 #include "runs/receipt.hpp"
@@ -21,6 +21,8 @@ class ForkSession {
 public:
     // For a run of `receipt`: forks when the receipt says a server serves its runs.
     ForkSession(const SuiteConfig& suite, const Receipt& receipt);
+    // With `fork` for the forks (ForkLauncher; a fake in unit tests) and `process` for the rest.
+    ForkSession(const SuiteConfig& suite, const Isolation& isolation, std::unique_ptr<Launcher> fork, std::unique_ptr<Launcher> process);
 
     // No forks for this run (a perturbed run: a fresh interpreter), saying why.
     void decline(std::string why);
@@ -56,8 +58,7 @@ private:
     void decline_for_all(const std::string& why);
     bool declined_elsewhere();
 
-    ForkLauncher forks_of_server_;
-    ProcessLauncher processes_;
+    std::unique_ptr<Launcher> fork_, process_;
     std::filesystem::path collection_sandbox_, declined_file_;
     std::string sandbox_fingerprint_;  // the collection's sandbox as the collection left it
     bool shared_ = false;

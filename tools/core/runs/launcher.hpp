@@ -46,6 +46,10 @@ public:
     // fork server that refused or is gone): the caller starts it otherwise, with the channel
     // untouched.
     virtual std::optional<LaunchResult> run(const LaunchSpec& spec) = 0;
+    // Whether it starts anything more (a fork server that refused, is gone or misbehaved does
+    // not: no later run asks it), and why not.
+    virtual bool serving() const { return true; }
+    virtual std::string why_not() const { return {}; }
 };
 
 // A fresh process (run_process), every time.
