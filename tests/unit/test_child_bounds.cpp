@@ -1,4 +1,4 @@
-// The stop/timeout state machine both wait loops use (run_process, a fork's run), on a made-up
+// The stop/timeout state machine of the one wait loop (io/child_wait: a process, a fork), on a made-up
 // clock: what a child's group is sent, when, and what the result says.
 #include <catch2/catch.hpp>
 
@@ -33,7 +33,7 @@ TEST_CASE("TIMEOUT: SIGTERM at the deadline, SIGKILL after the grace period, onc
     CHECK(bounds.step(t0 + 599ms, no_test, 0) == Send::nothing);
     CHECK(bounds.step(t0 + 600ms, no_test, 0) == Send::terminate);
     CHECK(bounds.timed_out());
-    CHECK_FALSE(bounds.test_timed_out());
+    CHECK_FALSE(bounds.deadline_passed());
     CHECK(bounds.wake(no_test) == t0 + 600ms + kGrace);
     CHECK(bounds.step(t0 + 601ms, no_test, 0) == Send::nothing);
     CHECK(bounds.step(t0 + 600ms + kGrace, no_test, 0) == Send::kill);
@@ -49,7 +49,7 @@ TEST_CASE("TEST_TIMEOUT: the running test's bound ends the child, not the run's"
     CHECK(bounds.wake(test) == t0 + 60s);
     CHECK(bounds.step(t0 + 59s, test, 0) == Send::nothing);
     CHECK(bounds.step(t0 + 60s, test, 0) == Send::terminate);
-    CHECK(bounds.test_timed_out());
+    CHECK(bounds.deadline_passed());
     CHECK_FALSE(bounds.timed_out());
     // The next test's bound (or none, between tests) changes nothing once it is ending.
     CHECK(bounds.step(t0 + 61s, no_test, 0) == Send::nothing);
@@ -68,7 +68,7 @@ TEST_CASE("when the run's and the test's bounds have both passed, the run timed 
     CHECK(bounds.wake(std::optional<Clock::time_point>(t0 + 20s)) == t0 + 10s);
     CHECK(bounds.step(t0 + 30s, std::optional<Clock::time_point>(t0 + 20s), 0) == Send::terminate);
     CHECK(bounds.timed_out());
-    CHECK_FALSE(bounds.test_timed_out());
+    CHECK_FALSE(bounds.deadline_passed());
 }
 
 TEST_CASE("a stop asked before the child's first look kills it at once", "[child_bounds]") {

@@ -39,9 +39,9 @@ RunRecords process(const std::vector<std::string>& started, const std::map<std::
     return r;
 }
 
-ProcessResult exited(int code) {
-    ProcessResult r;
-    r.exit_code = code;
+LaunchResult exited(int code) {
+    LaunchResult r;
+    r.process.exit_code = code;
     return r;
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("run_process reads the channel while the child runs; a subshell's writ
     CHECK(channel.foreign().front().pid != channel.pytest_pid());
 }
 
-TEST_CASE("run_process ends a child past the running test's bound, and says TEST_TIMEOUT", "[process]") {
+TEST_CASE("run_process ends a child past its moving deadline; none, no bound", "[process]") {
     TempDir dir;
     ProcessSpec spec;
     spec.argv = {"/bin/sh", "-c", "sleep 30"};
@@ -149,33 +149,36 @@ TEST_CASE("run_process ends a child past the running test's bound, and says TEST
     spec.output = dir.path / "out.log";
     spec.timeout = std::chrono::seconds(60);
     const auto started = std::chrono::steady_clock::now();
-    spec.test_timeout = std::chrono::milliseconds(300);
-    spec.test_deadline = [&]() -> std::optional<std::chrono::steady_clock::time_point> { return started + spec.test_timeout; };
+    spec.deadline = [&]() -> std::optional<std::chrono::steady_clock::time_point> { return started + std::chrono::milliseconds(300); };
     const auto result = run_process(spec);
     CHECK(result.elapsed < std::chrono::seconds(10));
-    CHECK(result.test_timed_out == std::chrono::milliseconds(300));
+    CHECK(result.deadline_passed);
     CHECK_FALSE(result.timed_out);
     CHECK_FALSE(result.exited_with(0));
-    CHECK(result.describe() == "exceeded TEST_TIMEOUT (300 ms)");
-    SECTION("no test running: no bound") {
+    CHECK(result.describe() == "ended at its deadline after 0 s");
+    SECTION("no deadline now: no bound") {
         spec.argv = {"/bin/sh", "-c", "sleep 0.5"};
-        spec.test_deadline = []() -> std::optional<std::chrono::steady_clock::time_point> { return std::nullopt; };
+        spec.deadline = []() -> std::optional<std::chrono::steady_clock::time_point> { return std::nullopt; };
         CHECK(run_process(spec).exited_with(0));
     }
 }
 
-TEST_CASE("how a process ended, in words", "[process]") {
-    ProcessResult r;
-    r.exit_code = 1;
+TEST_CASE("how a pytest process ended, in words", "[launcher]") {
+    LaunchResult r;
+    r.process.exit_code = 1;
     CHECK(r.describe() == "exit 1");
     r.test_timed_out = std::chrono::seconds(120);
-    r.signal = 15;
+    r.process.deadline_passed = true;
+    r.process.signal = 15;
     CHECK(r.describe() == "exceeded TEST_TIMEOUT (120 s)");
-    r = ProcessResult{};
+    r = LaunchResult{};
     r.note = "the fork server did not say how its worker ended";
     CHECK(r.describe() == "ended, how is not known: the fork server did not say how its worker ended");
-    r.signal = 9;
+    r.process.signal = 9;
     CHECK(r.describe() == "killed by signal 9 (SIGKILL); the fork server did not say how its worker ended");
+    r = LaunchResult{};
+    r.process.stopped = 2;
+    CHECK(r.describe() == "stopped by SIGINT");
 }
 
 TEST_CASE("ordinals", "[process_checks]") {
@@ -239,10 +242,10 @@ TEST_CASE("pytest's exit status must be the one its results call for", "[process
                Catch::StartsWith("pytest ended (exit 4) after its session ended with status 0 while its records say"));
     CHECK_THAT(*exit_status_problem(process({"t::a"}, {{"t::a", "failed"}}, {1}), exited(0)),
                Catch::StartsWith("pytest ended (exit 0) after its session ended with status 1 while its records say t::a failed"));
-    ProcessResult hung;
-    hung.timed_out = true;
-    hung.signal = 9;
-    hung.elapsed = std::chrono::seconds(6);
+    LaunchResult hung;
+    hung.process.timed_out = true;
+    hung.process.signal = 9;
+    hung.process.elapsed = std::chrono::seconds(6);
     CHECK_THAT(*exit_status_problem(passed, hung), Catch::StartsWith("pytest ended (timed out after 6 s) after its session"));
     CHECK_THAT(*exit_status_problem(process({"t::a"}, {{"t::a", "passed"}}, {}), exited(0)),
                Catch::Contains("without finishing its session (no 'end' record)"));
@@ -250,8 +253,8 @@ TEST_CASE("pytest's exit status must be the one its results call for", "[process
     // Not judged: nothing ran, a test has no result (interrupted: that blocks), evgate was stopped.
     CHECK_FALSE(exit_status_problem(process({}, {}, {5}), exited(5)));
     CHECK_FALSE(exit_status_problem(process({"t::a", "t::b"}, {{"t::a", "passed"}}, {}), exited(3)));
-    ProcessResult stopped = exited(0);
-    stopped.stopped = 2;
+    LaunchResult stopped = exited(0);
+    stopped.process.stopped = 2;
     CHECK_FALSE(exit_status_problem(process({"t::a"}, {{"t::a", "passed"}}, {}), stopped));
 }
 

@@ -11,7 +11,7 @@
 
 #include <rapidjson/document.h>
 
-#include "runs/fork_session.hpp"
+#include "runs/fork_launcher.hpp"
 #include "runs/process_checks.hpp"
 #include "runs/protocol.hpp"
 #include "runs/record_channel.hpp"

@@ -1,7 +1,6 @@
 #include "io/process.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -9,7 +8,6 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,7 +19,7 @@
 
 #include <gsl/gsl>
 
-#include "io/child_bounds.hpp"
+#include "io/child_wait.hpp"
 
 extern char** environ;
 
@@ -29,23 +27,6 @@ namespace evgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// After reading the channel, the next look waits this long: records come a few per test, and
-// waking for each would cost a context switch apiece. The child's end is seen at once meanwhile.
-constexpr std::chrono::milliseconds kChannelQuiet{5};
-
-// ------------------------------------------------------------------ stopping
-
-volatile std::sig_atomic_t stop_requested = 0;
-int stop_pipe[2] = {-1, -1};  // written once by the handler, never read: readable from then on
-
-extern "C" void on_stop_signal(int signal) {
-    if (stop_requested == 0) stop_requested = signal;
-    const int saved = errno;
-    if (stop_pipe[1] >= 0) (void)!::write(stop_pipe[1], "x", 1);
-    errno = saved;
-}
-
-// ------------------------------------------------------------------ running
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     std::vector<char*> out;
@@ -75,59 +56,20 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     ::_exit(127);
 }
 
-// Waits for one child: sleeps in poll(2) on a pidfd (its end is seen at once; before Linux
-// 5.3, in short naps), on the child's channel and on the stop pipe; what ends it early is
-// ChildBounds' to say.
-class Waiter {
+// A child of ours as the wait loop sees it: its end seen at once on a pidfd (before Linux 5.3,
+// in short naps), and by waitid(2) without reaping it.
+class ProcessChild final : public WaitedChild {
 public:
-    Waiter(pid_t pid, const ProcessSpec& spec, Clock::time_point start)
-        : pid_(pid), spec_(spec), start_(start), next_progress_(start + spec.progress_every),
-          // The raw call: glibc 2.36's <sys/pidfd.h> lacks extern "C".
-          pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))) {}
-    ~Waiter() {
+    explicit ProcessChild(pid_t pid)
+        // The raw call: glibc 2.36's <sys/pidfd.h> lacks extern "C".
+        : pid_(pid), pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))) {}
+    ~ProcessChild() override {
         if (pidfd_ >= 0) ::close(pidfd_);
     }
-    Waiter(const Waiter&) = delete;
-    Waiter& operator=(const Waiter&) = delete;
+    ProcessChild(const ProcessChild&) = delete;
+    ProcessChild& operator=(const ProcessChild&) = delete;
 
-    // Until the child ended (status filled in), sending its group what `bounds` says on the way.
-    void until_exit(ChildBounds& bounds, int& status) {
-        auto nap = std::chrono::milliseconds(1);
-        for (;;) {
-            if (exited()) {
-                // Everything the child wrote is in the channel now, and its pid is still its own
-                // (a zombie's): read it all before the reap frees the pid.
-                if (spec_.channel) spec_.channel->drain();
-                while (::waitpid(pid_, &status, 0) < 0)
-                    if (errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
-                if (spec_.channel) spec_.channel->child_reaped();
-                bounds.child_gone();
-                return;
-            }
-            const auto now = Clock::now();
-            const auto test_deadline = spec_.test_deadline ? spec_.test_deadline() : std::nullopt;
-            switch (bounds.step(now, test_deadline, stop_requested)) {
-                case ChildBounds::Send::terminate: ::kill(-pid_, SIGTERM); break;
-                case ChildBounds::Send::kill: ::kill(-pid_, SIGKILL); break;
-                case ChildBounds::Send::nothing: break;
-            }
-            if (spec_.progress && now >= next_progress_) {
-                spec_.progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_));
-                next_progress_ = now + spec_.progress_every;
-            }
-            auto wake = std::min(bounds.wake(test_deadline), now + std::chrono::hours(1));
-            if (spec_.progress) wake = std::min(wake, next_progress_);
-            auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1);
-            if (pidfd_ < 0) {
-                wait = std::min(wait, nap);
-                nap = std::min(nap * 2, std::chrono::milliseconds(25));
-            }
-            sleep(std::clamp<long long>(wait.count(), 0, 60'000), bounds.stoppable(), now);
-        }
-    }
-
-private:
-    bool exited() const {
+    bool over(Clock::time_point) override {
         siginfo_t info{};
         for (;;) {
             // WNOWAIT: the child stays a zombie, its pid its own, until the channel is read.
@@ -135,29 +77,33 @@ private:
             if (errno != EINTR) throw Error(std::string("waitid failed: ") + std::strerror(errno));
         }
     }
-
-    void sleep(long long ms, bool stoppable, Clock::time_point now) {
-        pollfd fds[3];
-        nfds_t n = 0;
-        if (pidfd_ >= 0) fds[n++] = {pidfd_, POLLIN, 0};
-        const bool quiet = now < channel_quiet_until_;
-        const int channel = spec_.channel && !quiet ? spec_.channel->our_end() : -1;
-        const nfds_t channel_at = n;
-        if (channel >= 0) fds[n++] = {channel, POLLIN, 0};
-        if (stoppable && stop_pipe[0] >= 0) fds[n++] = {stop_pipe[0], POLLIN, 0};
-        if (quiet)
-            ms = std::min<long long>(ms, std::chrono::duration_cast<std::chrono::milliseconds>(channel_quiet_until_ - now).count() + 1);
-        if (::poll(fds, n, static_cast<int>(ms)) > 0 && channel >= 0 && fds[channel_at].revents != 0) {
-            spec_.channel->drain();
-            channel_quiet_until_ = Clock::now() + kChannelQuiet;
+    void signal_group(int signal) override { ::kill(-pid_, signal); }
+    std::size_t watch(pollfd* fds, Clock::time_point now, Clock::time_point& wake) override {
+        if (pidfd_ >= 0) {
+            fds[0] = {pidfd_, POLLIN, 0};
+            return 1;
         }
+        wake = std::min(wake, now + nap_);
+        nap_ = std::min(nap_ * 2, std::chrono::milliseconds(25));
+        return 0;
+    }
+    void woke(const pollfd*, ChildBounds&) override {}  // over() looks next
+
+    // Once over(): everything the child wrote is in the channel now, and its pid is still its
+    // own (a zombie's): read it all before the reap frees the pid.
+    int reap(ChildChannel* channel) {
+        if (channel) channel->drain();
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0)
+            if (errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
+        if (channel) channel->child_reaped();
+        return status;
     }
 
+private:
     pid_t pid_;
-    const ProcessSpec& spec_;
-    Clock::time_point start_, next_progress_;
-    Clock::time_point channel_quiet_until_{};
     int pidfd_;
+    std::chrono::milliseconds nap_{1};
 };
 
 // Descendants that left our process group (setsid) are reparented to us, a subreaper, when
@@ -195,27 +141,23 @@ void kill_orphans() {
 }  // namespace
 
 std::string ProcessResult::describe() const {
-    const std::string also = note.empty() ? "" : "; " + note;
     if (stopped != 0) {
         const char* name = ::sigabbrev_np(stopped);
-        return std::string("stopped by SIG") + (name ? name : std::to_string(stopped).c_str()) + also;
+        return std::string("stopped by SIG") + (name ? name : std::to_string(stopped).c_str());
     }
-    if (test_timed_out.count() > 0) {
-        const auto ms = test_timed_out.count();
-        return "exceeded TEST_TIMEOUT (" + (ms % 1000 ? std::to_string(ms) + " ms" : std::to_string(ms / 1000) + " s") + ")" + also;
-    }
-    if (timed_out) return "timed out after " + std::to_string(elapsed.count() / 1000) + " s" + also;
-    if (exit_code < 0 && signal == 0 && !note.empty()) return "ended, how is not known: " + note;
+    const auto seconds = std::to_string(elapsed.count() / 1000) + " s";
+    if (deadline_passed) return "ended at its deadline after " + seconds;
+    if (timed_out) return "timed out after " + seconds;
     if (signal != 0) {
         const char* name = ::sigabbrev_np(signal);
-        return "killed by signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "") + also;
+        return "killed by signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "");
     }
-    return "exit " + std::to_string(exit_code) + also;
+    return "exit " + std::to_string(exit_code);
 }
 
 ProcessResult run_process(const ProcessSpec& spec) {
     if (spec.argv.empty()) throw Error("run_process: no command");
-    throw_if_stopped();
+    stop_source(spec).throw_if_asked();
     auto argv = c_strings(spec.argv);
     auto envp = c_strings(spec.environment);
     const auto start = Clock::now();
@@ -240,13 +182,9 @@ ProcessResult run_process(const ProcessSpec& spec) {
     }
 
     ProcessResult result;
-    int status = 0;
-    Waiter waiter(pid, spec, start);
-    ChildBounds bounds(start, spec.timeout, kStopGracePeriod);
-    waiter.until_exit(bounds, status);
-    result.timed_out = bounds.timed_out();
-    if (bounds.test_timed_out()) result.test_timed_out = spec.test_timeout;
-    result.stopped = bounds.stopped();
+    ProcessChild child(pid);
+    wait_for_child(child, spec, start, result);
+    const int status = child.reap(spec.channel);
     ::kill(-pid, SIGKILL);  // whatever the test suite left running in its group
     {
         const std::lock_guard<std::mutex> lock(live_mutex);
@@ -278,47 +216,6 @@ std::vector<std::string> environment_with(std::vector<std::string> env, const st
         env.push_back(entry);
     }
     return env;
-}
-
-namespace {
-
-std::string signal_name(int signal) {
-    const char* name = ::sigabbrev_np(signal);
-    return name ? std::string("SIG") + name : "signal " + std::to_string(signal);
-}
-
-}  // namespace
-
-Stopped::Stopped(int signal)
-    : Error("stopped by " + signal_name(signal) + ": no pytest process is left running, and the fixture groups are restored"),
-      signal_(signal) {}
-
-void install_stop_handlers() {
-    if (stop_pipe[0] >= 0) return;
-    if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("pipe2 failed: ") + std::strerror(errno));
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // calls under way finish; the loops that start work look at the flag
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) {
-        struct sigaction before {};
-        // Ignored when evgate started (nohup, a background job): the caller meant it so.
-        if (::sigaction(s, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
-        ::sigaction(s, &action, nullptr);
-    }
-    // ctest killed alone (SIGKILL) leaves us running with nobody to wait for us: stop as on
-    // SIGTERM. If it died before the call, getppid() already names someone else.
-    const pid_t parent = ::getppid();
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) on_stop_signal(SIGTERM);
-}
-
-int stop_signal() { return stop_requested; }
-
-int stop_fd() { return stop_pipe[0]; }
-
-void throw_if_stopped() {
-    if (stop_requested != 0) throw Stopped(stop_requested);
 }
 
 }  // namespace evgate

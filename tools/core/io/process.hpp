@@ -1,5 +1,5 @@
-// Child processes in their own process group, bounded in time, never outliving us; and how
-// evgate stops when it is asked to (SIGINT, SIGTERM, SIGHUP, or its parent's death).
+// Child processes in their own process group, bounded in time, never outliving us. How evgate
+// stops is stop.hpp; the loop that waits for a child, child_wait.hpp.
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "io/error.hpp"
+#include "io/stop.hpp"
 
 namespace evgate {
 
@@ -42,13 +43,13 @@ struct ProcessSpec {
     // On a stop request the child's group is killed; then run_process throws Stopped, unless the
     // caller has something to finish first (a restore): then the result says `stopped`.
     bool return_when_stopped = false;
-    // The bound on the test running now (TEST_TIMEOUT), asked at every wake: when it returns a
-    // time that has passed, the child is ended as on `timeout` and the result says
-    // `test_timed_out`. Empty, or nullopt: no test runs, or none is bounded.
-    std::function<std::optional<std::chrono::steady_clock::time_point>()> test_deadline;
-    std::chrono::milliseconds test_timeout{0};  // that bound, for the words of the result
+    const StopSource* stop = nullptr;  // what asks it to stop; nullptr: evgate's own requests (stop.hpp)
+    // A deadline the caller moves while the child runs (the bound on what it does now), asked at
+    // every wake: when it returns a time that has passed, the child is ended as on `timeout` and
+    // the result says `deadline_passed`. Empty, or nullopt: no bound now.
+    std::function<std::optional<std::chrono::steady_clock::time_point>()> deadline;
     // Called once the child ended, before what it left running is killed: a process the child
-    // leaves running on purpose (the receipt's pytest: the fork server it forked), spared by
+    // leaves running on purpose (a server it started for later use), spared by
     // that kill now and by every later one in this evgate. 0: none.
     std::function<pid_t()> survivor;
 };
@@ -57,14 +58,12 @@ struct ProcessResult {
     int exit_code = -1;  // when it exited
     int signal = 0;      // when a signal ended it
     bool timed_out = false;
-    int stopped = 0;                              // the signal that asked evgate to stop while it ran (the child was killed)
-    std::chrono::milliseconds test_timed_out{0};  // the TEST_TIMEOUT a test exceeded (the child was killed)
-    std::string note;                             // what else is known of its end ("the fork server was gone")
-    bool server_lost = false;                     // a fork whose server ended (or fell silent) while it ran
+    bool deadline_passed = false;  // the spec's moving deadline passed (the child was ended)
+    int stopped = 0;               // the signal that asked evgate to stop while it ran (the child was killed)
     std::chrono::milliseconds elapsed{0};
 
-    bool exited_with(int code) const { return signal == 0 && !timed_out && test_timed_out.count() == 0 && exit_code == code; }
-    // "exit 1", "killed by signal 9 (SIGKILL)", "timed out after 600 s", "exceeded TEST_TIMEOUT (60 s)"
+    bool exited_with(int code) const { return signal == 0 && !timed_out && !deadline_passed && exit_code == code; }
+    // "exit 1", "killed by signal 9 (SIGKILL)", "timed out after 600 s", "ended at its deadline after 3 s"
     std::string describe() const;
 };
 
@@ -75,29 +74,5 @@ ProcessResult run_process(const ProcessSpec& spec);
 // `env` (default: the current environment), VAR=value, with `overrides` replacing or adding entries.
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
 std::vector<std::string> environment_with(std::vector<std::string> env, const std::vector<std::string>& overrides);
-
-// evgate was asked to stop: its children are gone and what it owed the source tree is done.
-class Stopped : public Error {
-public:
-    explicit Stopped(int signal);
-    int signal() const { return signal_; }
-
-private:
-    int signal_;
-};
-
-// SIGINT, SIGTERM and SIGHUP ask evgate to stop, and so does its parent's death (ctest killed
-// alone: PR_SET_PDEATHSIG sends SIGTERM). A running child's group is killed at once; new
-// children are refused (Stopped). Call once, before any thread starts.
-void install_stop_handlers();
-// The signal that asked evgate to stop, 0 while none did.
-int stop_signal();
-// Throws Stopped when a stop was asked: a loop that starts work checks before each piece.
-void throw_if_stopped();
-// Readable once a stop was asked (-1 before install_stop_handlers): for a caller that waits on
-// its own descriptors (a fork's run, fork_session.hpp).
-int stop_fd();
-// How long a child whose time is up has between SIGTERM and SIGKILL.
-constexpr std::chrono::milliseconds kStopGracePeriod{2000};
 
 }  // namespace evgate

@@ -12,7 +12,7 @@
 #include "io/error.hpp"
 #include "io/file_identity.hpp"
 #include "io/json_io.hpp"
-#include "runs/fork_session.hpp"
+#include "runs/fork_launcher.hpp"
 #include "runs/protocol.hpp"
 #include "runs/sandbox.hpp"
 

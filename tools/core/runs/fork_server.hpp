@@ -4,7 +4,7 @@
 // trees never share one). The receipt's own pytest forks it once it has collected; the receipt
 // binds it to the receipt's id and records it (and the hash seed every run gets); the release
 // step stops it. It also ends when its ctest is gone or it has been idle too long. A run's
-// requests are fork_session.hpp.
+// requests are fork_launcher.hpp; which runs fork, fork_session.hpp.
 #pragma once
 
 #include <cstdint>

@@ -167,15 +167,14 @@ public:
 
 private:
     bool one_process();
-    ProcessResult run_pytest(RecordChannel& channel);
-    ProcessSpec pytest_spec(RecordChannel& channel) const;
+    LaunchSpec pytest_spec(RecordChannel& channel) const;
     void take(std::string_view lines, std::string& taken);
-    [[noreturn]] void stop(const ProcessResult& result);
+    [[noreturn]] void stop(const LaunchResult& result);
     void record_channel_trouble(const RecordChannel& channel, const std::string& lines);
     bool order_again(const std::vector<FixtureChange>& put_back, const RunRecords& process);
     void start_over();
-    bool carry_on(const RunRecords& process, const ProcessResult& result);
-    std::size_t mark_interrupted(const RunRecords& process, const ProcessResult& result);
+    bool carry_on(const RunRecords& process, const LaunchResult& result);
+    std::size_t mark_interrupted(const RunRecords& process, const LaunchResult& result);
     RunSummary finish();
 
     const OrderSetup at_;
@@ -188,13 +187,12 @@ private:
     RunSummary summary_;
     std::vector<std::string> remaining_;
     RunRecords seen_;
-    ProcessResult last_;
+    LaunchResult last_;
     bool scanning_ = false;                  // leases by stat scan: the change notifications missed a change
     std::vector<std::string> missed_first_;  // the groups they missed, the first time
     std::string lease_note_;
     std::size_t results_ = 0;
-    ForkSession forks_;                                                  // forks of the collected session, while its server serves this run
-    bool forked_ = false;                                                // the last process was a fork
+    ForkSession forks_;                                                  // forks of the collected session, while its server serves this run, else processes
     std::optional<std::chrono::steady_clock::time_point> test_started_;  // the test running now, when its start came
     std::string running_;                                                // that test's id
 };
@@ -206,13 +204,14 @@ bool OrderRun::one_process() {
     RecordChannel channel([&](std::string_view whole) { take(whole, lines); });
     test_started_.reset();
     running_.clear();
-    const auto result = run_pytest(channel);
+    // A fork of the collected session while its server serves this run, else a process.
+    const auto result = forks_.run(pytest_spec(channel));
     last_ = result;
     ++summary_.processes;
     verified_ns_ = wall_clock_ns();
     const auto put_back = at_.lease.restore();
-    if (result.stopped != 0) stop(result);
-    if (forked_ && forks_.shared_the_collection_sandbox()) {  // what it showed was not a fresh pytest's
+    if (result.process.stopped != 0) stop(result);
+    if (forks_.forked() && forks_.shared_the_collection_sandbox()) {  // what it showed was not a fresh pytest's
         start_over();
         return true;
     }
@@ -245,14 +244,6 @@ bool OrderRun::one_process() {
     return carry_on(process, result);
 }
 
-// A fork of the collected session while its server serves this run, else a process.
-ProcessResult OrderRun::run_pytest(RecordChannel& channel) {
-    const auto spec = pytest_spec(channel);
-    auto forked = forks_.run(spec);
-    forked_ = forked.has_value();
-    return forked ? *forked : run_process(spec);
-}
-
 // pytest's whole lines as they come, each checked: a record goes to the run's records (and
 // `taken`), a line that is not one (a test wrote on the channel's descriptor) becomes a `noise`
 // record naming the test that ran. TEST_TIMEOUT counts from a test's start record to its result.
@@ -280,7 +271,7 @@ void OrderRun::take(std::string_view lines, std::string& taken) {
     at_.records.append(std::string_view(taken).substr(before));
 }
 
-ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
+LaunchSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     const auto& plan = at_.plan;
     namespace option = protocol::option;
     std::vector<std::string> args = {std::string(option::channel) + "=" + std::to_string(channel.child_end()),
@@ -293,15 +284,17 @@ ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     }
     if (scanning_) args.push_back(std::string(option::lease) + "=scan");
 
-    auto spec = pytest_process(at_.suite, args, at_.log);
+    LaunchSpec launch;
+    launch.process = pytest_process(at_.suite, args, at_.log);
+    auto& spec = launch.process;
     // The collection's hash seed, fork or process, unless the run's own environment says
     // otherwise (the perturbed run's).
     if (!forks_.hash_seed().empty())
         spec.environment = environment_with(std::move(spec.environment), {"PYTHONHASHSEED=" + forks_.hash_seed()});
     spec.environment = environment_with(std::move(spec.environment), plan.environment);
     if (at_.suite.test_timeout_seconds > 0) {
-        spec.test_timeout = std::chrono::seconds(at_.suite.test_timeout_seconds);
-        spec.test_deadline = [this, bound = spec.test_timeout]() -> std::optional<std::chrono::steady_clock::time_point> {
+        launch.test_timeout = std::chrono::seconds(at_.suite.test_timeout_seconds);
+        spec.deadline = [this, bound = launch.test_timeout]() -> std::optional<std::chrono::steady_clock::time_point> {
             if (!test_started_) return std::nullopt;
             return *test_started_ + bound;
         };
@@ -313,16 +306,16 @@ ProcessSpec OrderRun::pytest_spec(RecordChannel& channel) const {
         std::cout << "evgate: " << at_.suite.name << ": " << at_.plan.id << ": " << results_ << " of "
                   << at_.plan.tests.size() << " tests, " << elapsed.count() / 1000 << " s" << std::endl;
     };
-    return spec;
+    return launch;
 }
 
-void OrderRun::stop(const ProcessResult& result) {
+void OrderRun::stop(const LaunchResult& result) {
     summary_.note = result.describe() + " while pytest ran; its processes were killed and the fixture groups restored";
     summary_.isolation = forks_.isolation(summary_.processes);
     summary_.isolation_note = forks_.why();
     at_.records.finish(finished_record(summary_, at_.receipt.id));
     fs::remove(at_.order);
-    throw Stopped(result.stopped);
+    throw Stopped(result.process.stopped);
 }
 
 void OrderRun::record_channel_trouble(const RecordChannel& channel, const std::string& lines) {
@@ -368,7 +361,7 @@ void OrderRun::start_over() {
 }
 
 // After a process: whether the rest of the order gets a fresh one.
-bool OrderRun::carry_on(const RunRecords& process, const ProcessResult& result) {
+bool OrderRun::carry_on(const RunRecords& process, const LaunchResult& result) {
     if (process.sessions.empty()) {  // pytest never reached our session record
         summary_.harness_ok = false;
         summary_.note = "pytest did not start the tests (" + describe_pytest(result) + "); see " + at_.log.string();
@@ -393,7 +386,7 @@ bool OrderRun::carry_on(const RunRecords& process, const ProcessResult& result) 
 // The interpreter died, or pytest stopped (an INTERNALERROR, pytest.exit) inside a test: that
 // test is interrupted, and the rest of the order runs afresh. Returns its position in the plan
 // (the plan's size when no test was cut short).
-std::size_t OrderRun::mark_interrupted(const RunRecords& process, const ProcessResult& result) {
+std::size_t OrderRun::mark_interrupted(const RunRecords& process, const LaunchResult& result) {
     const auto& tests = at_.plan.tests;
     for (auto it = process.started.rbegin(); it != process.started.rend(); ++it) {
         if (process.results.count(*it) != 0) continue;

@@ -87,8 +87,8 @@ std::optional<std::string> order_divergence(const std::vector<std::string>& plan
     return std::nullopt;
 }
 
-std::optional<std::string> exit_status_problem(const RunRecords& records, const ProcessResult& ended) {
-    if (records.started.empty() || ended.stopped != 0) return std::nullopt;
+std::optional<std::string> exit_status_problem(const RunRecords& records, const LaunchResult& ended) {
+    if (records.started.empty() || ended.process.stopped != 0) return std::nullopt;
     for (const auto& test : records.started)
         if (records.results.count(test) == 0) return std::nullopt;  // that test is interrupted
     const auto [expected, says] = called_for(records);

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/process.hpp"
+#include "runs/launcher.hpp"
 #include "runs/record_channel.hpp"
 #include "runs/run_records.hpp"
 
@@ -28,7 +28,7 @@ std::optional<std::string> order_divergence(const std::vector<std::string>& plan
 // judged when no test ran or one has no result (the interpreter died or pytest stopped in it:
 // that test is interrupted). The reason names the phase that changed it: a pytest_sessionfinish
 // hook, a pytest_unconfigure hook, or something after the session. `records` are this process's alone.
-std::optional<std::string> exit_status_problem(const RunRecords& records, const ProcessResult& ended);
+std::optional<std::string> exit_status_problem(const RunRecords& records, const LaunchResult& ended);
 
 // A `foreign` record for what `sender` wrote on the channel of the pytest process whose own
 // records (before the sender's first bytes came) are `pytest_lines`: its pid, how many records,

@@ -66,11 +66,12 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
     return spec;
 }
 
-std::string describe_pytest(const ProcessResult& result) {
+std::string describe_pytest(const LaunchResult& result) {
     static const char* const meaning[] = {"all tests passed", "some tests failed", "interrupted or collection errors",
                                           "internal error", "usage error", "no tests collected"};
-    const bool known = result.signal == 0 && !result.timed_out && result.exit_code >= 0 && result.exit_code <= 5;
-    return result.describe() + (known ? std::string(" (pytest: ") + meaning[result.exit_code] + ")" : "");
+    const auto& ended = result.process;
+    const bool known = ended.signal == 0 && !ended.timed_out && ended.exit_code >= 0 && ended.exit_code <= 5;
+    return result.describe() + (known ? std::string(" (pytest: ") + meaning[ended.exit_code] + ")" : "");
 }
 
 std::string shell_quote(const std::string& word) {

@@ -10,6 +10,7 @@
 
 #include "inputs/suite_config.hpp"
 #include "io/process.hpp"
+#include "runs/launcher.hpp"
 
 namespace evgate {
 
@@ -26,6 +27,6 @@ ProcessSpec pytest_process(const SuiteConfig& suite, const std::vector<std::stri
 std::string shell_quote(const std::string& word);
 
 // How pytest ended, in words: "exit 3 (pytest: internal error)".
-std::string describe_pytest(const ProcessResult& result);
+std::string describe_pytest(const LaunchResult& result);
 
 }  // namespace evgate
