@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "runs/confirm_fresh.hpp"
+#include "verdicts/triage.hpp"
 
 using namespace evgate;
 
@@ -36,7 +37,7 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
         run("seed.1.rerun.1", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
         run("seed.1.rerun.2", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
     };
-    const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{});
+    const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers());
     REQUIRE(first.size() == 1);                      // one first: if it fails, the forks are confirmed
     CHECK(first[0].id == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
     CHECK(first[0].fresh);
@@ -54,16 +55,16 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
     // It failed: confirmed, nothing more to plan.
     auto failed = runs;
     failed.push_back(done(first[0], "failed"));
-    CHECK(plan_fresh(failed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
+    CHECK(plan_fresh(failed, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers()).empty());
     // It passed: the rest of what 3 failures of 3 call for (seven in all).
     auto passed = runs;
     passed.push_back(done(first[0], "passed"));
-    const auto rest = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{});
+    const auto rest = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers());
     REQUIRE(rest.size() == 6);
     CHECK(rest.front().id == "seed.1.rerun.1.fresh.2");
     CHECK(rest.back().id == "seed.1.rerun.1.fresh.7");
     for (const auto& plan : rest) passed.push_back(done(plan, "passed"));
-    CHECK(plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}).empty());
+    CHECK(plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers()).empty());
 }
 
 TEST_CASE("too few forks failed a test for fresh processes to tell: none are run", "[confirm_fresh]") {
@@ -72,7 +73,7 @@ TEST_CASE("too few forks failed a test for fresh processes to tell: none are run
         run("seed.1", "seed.1", {"a", "t"}, {{"a", "passed"}, {"t", "failed"}}),
         run("seed.1.rerun.1", "seed.1", {"a", "t"}, {{"a", "passed"}, {"t", "passed"}}),
     };
-    CHECK(plan_fresh(runs, receipt_of({"t", "a"}), FreshLimits{}).empty());
+    CHECK(plan_fresh(runs, receipt_of({"t", "a"}), FreshLimits{}, triage_answers()).empty());
 }
 
 TEST_CASE("tests that forks failed in one order share one fresh replay of it", "[confirm_fresh]") {
@@ -80,7 +81,7 @@ TEST_CASE("tests that forks failed in one order share one fresh replay of it", "
                                    run("seed.1", "seed.1", {"v", "u", "p"}, {{"p", "passed"}, {"u", "failed"}, {"v", "failed"}})};
     for (int j = 1; j <= 2; ++j)
         runs.push_back(run("seed.1.rerun." + std::to_string(j), "seed.1", {"v", "u"}, {{"u", "failed"}, {"v", "failed"}}));
-    const auto plans = plan_fresh(runs, receipt_of({"p", "u", "v"}), FreshLimits{});
+    const auto plans = plan_fresh(runs, receipt_of({"p", "u", "v"}), FreshLimits{}, triage_answers());
     REQUIRE(plans.size() == 1);
     CHECK(plans[0].id == "seed.1.rerun.1.fresh.1");
     CHECK(plans[0].tests == std::vector<std::string>{"v", "u"});  // through the later of the two
@@ -92,15 +93,15 @@ TEST_CASE("failures processes showed too, or no forks at all, need no fresh proc
         run("seed.1", "seed.1", {"t"}, {{"t", "failed"}}, "process"),
         run("seed.1.rerun.1", "seed.1", {"t"}, {{"t", "failed"}}, "process"),
     };
-    CHECK(plan_fresh(processes, receipt_of({"t"}), FreshLimits{}).empty());
+    CHECK(plan_fresh(processes, receipt_of({"t"}), FreshLimits{}, triage_answers()).empty());
     const std::vector<LoadedRun> stable = {run("seed.0", "seed.0", {"t"}, {{"t", "passed"}})};
-    CHECK(plan_fresh(stable, receipt_of({"t"}), FreshLimits{}).empty());
+    CHECK(plan_fresh(stable, receipt_of({"t"}), FreshLimits{}, triage_answers()).empty());
 }
 
 TEST_CASE("a test that changed a group is replayed alone in a fresh process, once", "[confirm_fresh]") {
     auto seed = run("seed.0", "seed.0", {"a", "p"}, {{"a", "passed"}, {"p", "passed"}});
     seed.records.results["p"].dirty = {"data"};
-    const auto plans = plan_fresh({seed}, receipt_of({"a", "p"}), FreshLimits{});
+    const auto plans = plan_fresh({seed}, receipt_of({"a", "p"}), FreshLimits{}, triage_answers());
     REQUIRE(plans.size() == 1);
     CHECK(plans[0].id == "first.2.fresh.1");
     CHECK(plans[0].order == "alone");
@@ -108,5 +109,5 @@ TEST_CASE("a test that changed a group is replayed alone in a fresh process, onc
     LoadedRun alone;
     alone.plan = plans[0];
     alone.records.results["p"].outcome = "passed";
-    CHECK(plan_fresh({seed, alone}, receipt_of({"a", "p"}), FreshLimits{}).empty());
+    CHECK(plan_fresh({seed, alone}, receipt_of({"a", "p"}), FreshLimits{}, triage_answers()).empty());
 }

@@ -2,8 +2,8 @@
 
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
+#include "runs/run_matrix.hpp"
 #include "support.hpp"
-#include "verdicts/run_matrix.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;

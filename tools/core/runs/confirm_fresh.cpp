@@ -6,12 +6,10 @@
 
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
-#include "verdicts/run_matrix.hpp"
+#include "runs/run_matrix.hpp"
 
 namespace evgate {
 namespace {
-
-bool blocks_on_outcomes(Verdict v) { return v == Verdict::flaky || v == Verdict::order_dependent || v == Verdict::failing; }
 
 // The fork runs that failed the test, in `order` ("" for any), cheapest first (fewest tests).
 std::vector<std::string> failing_forks(const std::vector<Attempt>& attempts, const std::string& order,
@@ -52,7 +50,8 @@ RunPlan fresh_plan(const RunPlan& source, std::size_t through, std::size_t j) {
 
 }  // namespace
 
-std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits) {
+std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits,
+                                const TriageAnswers& triage) {
     RunMatrix matrix;
     std::map<std::string, std::size_t> sizes;  // run id -> tests planned
     std::map<std::string, const LoadedRun*> by_id;
@@ -70,10 +69,9 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
         const auto& test = receipt.tests[n].id;
         const auto attempts = matrix.attempts(test);
         if (attempts.empty()) continue;
-        const auto c = classify(attempts);
-        if (!c.dirty.empty() && !has_fresh_alone(attempts) && alone.size() < limits.polluters) alone.emplace_back(n + 1, test);
-        if (!blocks_on_outcomes(c.verdict)) continue;
-        const auto doubt = fork_doubt(attempts);
+        const auto doubts = triage.fresh_doubts(attempts);
+        if (doubts.changed && !has_fresh_alone(attempts) && alone.size() < limits.polluters) alone.emplace_back(n + 1, test);
+        const auto& doubt = doubts.forks;
         if (!doubt || doubt->passed.size() >= doubt->needed) continue;
         // One first: a fresh process that fails confirms the forks. The rest once it passed.
         const auto more = doubt->passed.empty() ? std::size_t{1} : doubt->needed - doubt->passed.size();

@@ -11,8 +11,8 @@
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/order_run.hpp"
+#include "runs/run_matrix.hpp"
 #include "runs/sweep.hpp"
-#include "verdicts/run_matrix.hpp"
 
 namespace fs = std::filesystem;
 
@@ -139,8 +139,9 @@ Role parse_role(const std::string& text) {
 // sets found, and what of the budget is left.
 class Localiser {
 public:
-    Localiser(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test, const LocaliseProgress& progress)
-        : suite_(suite), receipt_(receipt), store_(store), per_test_(per_test), progress_(progress),
+    Localiser(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test, const TriageAnswers& triage,
+              const LocaliseProgress& progress)
+        : suite_(suite), receipt_(receipt), store_(store), per_test_(per_test), triage_(triage), progress_(progress),
           // What the step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
           deadline_(Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds)) {
         for (const auto& test : receipt.tests) collection_.push_back(test.id);
@@ -185,7 +186,7 @@ private:
         for (const auto& test : collection_) {
             if (seen_.count(test) != 0) continue;
             const auto attempts = matrix.attempts(test);
-            if (!attempts.empty() && classify(attempts).verdict == Verdict::order_dependent) found.push_back(test);
+            if (!attempts.empty() && triage_.order_dependent(attempts)) found.push_back(test);
         }
         return found;
     }
@@ -289,6 +290,7 @@ private:
     const Receipt& receipt_;
     FixtureStore& store_;
     const int per_test_;
+    const TriageAnswers& triage_;
     const LocaliseProgress& progress_;
     const Clock::time_point deadline_;
     std::vector<std::string> collection_;
@@ -306,8 +308,8 @@ private:
 }  // namespace
 
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
-                                    const LocaliseProgress& progress) {
-    auto culprits = Localiser(suite, receipt, store, per_test, progress).run();
+                                    const TriageAnswers& triage, const LocaliseProgress& progress) {
+    auto culprits = Localiser(suite, receipt, store, per_test, triage, progress).run();
     write_file_atomic(culprits_file(suite), culprits_json(culprits, receipt.id));
     return culprits;
 }

@@ -284,4 +284,20 @@ Classification classify(const std::vector<Attempt>& attempts) {
     return result;
 }
 
+TriageAnswers triage_answers() {
+    TriageAnswers answers;
+    answers.order_dependent = [](const std::vector<Attempt>& attempts) {
+        return classify(attempts).verdict == Verdict::order_dependent;
+    };
+    answers.fresh_doubts = [](const std::vector<Attempt>& attempts) {
+        const auto c = classify(attempts);
+        FreshDoubts doubts;
+        doubts.changed = !c.dirty.empty();
+        if (c.verdict == Verdict::flaky || c.verdict == Verdict::order_dependent || c.verdict == Verdict::failing)
+            doubts.forks = fork_doubt(attempts);
+        return doubts;
+    };
+    return answers;
+}
+
 }  // namespace evgate

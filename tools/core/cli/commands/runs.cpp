@@ -17,8 +17,8 @@
 #include "inputs/evidence_layout.hpp"
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
-#include "inputs/shards.hpp"
 #include "io/error.hpp"
+#include "machines/shards.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
@@ -33,6 +33,7 @@
 #include "runs/rerun_planner.hpp"
 #include "runs/sandbox.hpp"
 #include "runs/shuffle.hpp"
+#include "verdicts/triage.hpp"
 
 namespace fs = std::filesystem;
 
@@ -297,7 +298,7 @@ int cmd_localise(Invocation& in) {
                   << (polluters.size() > 1 ? " and " + std::to_string(polluters.size() - 1) + " more" : "") << " (" << why
                   << "); their other victims show only where an order ran them after it" << std::endl;
     };
-    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
+    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, triage_answers(), progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
 }
@@ -435,7 +436,7 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
 void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<LoadedRun> runs, int& status) {
     constexpr int kRounds = 3;
     for (int round = 0; round < kRounds; ++round) {
-        const auto plans = plan_fresh(runs, receipt, FreshLimits{});
+        const auto plans = plan_fresh(runs, receipt, FreshLimits{}, triage_answers());
         if (plans.empty()) return;
         std::cout << "evgate: " << suite.name << ": " << plans.size()
                   << " fresh process(es) to confirm what forks showed: " << plans.front().id

@@ -1,7 +1,7 @@
-// Past one machine: the seed matrix split across CI jobs (EVIDENCE_GATE_SHARD=k/n) and the
-// shards' runs pooled by a merge job (EVIDENCE_GATE_SHARDS=<dir>;<dir>...) as if one
-// machine had run them all. Seed s belongs to shard (s mod n) + 1; the perturbed run to
-// shard 1; reruns and localisation run where the gate runs (the merge job).
+// The seed matrix split across CI jobs, pooled again: which runs a shard leaves out, and the
+// merge job's side, which takes the shards' runs (EVIDENCE_GATE_SHARDS) as if one machine had
+// run them all, checks that the shards agree, and makes a shard from another environment a
+// runner column. Which shard a job is: inputs/shard_spec.hpp.
 #pragma once
 
 #include <filesystem>
@@ -9,33 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "inputs/shard_spec.hpp"
 #include "inputs/suite_config.hpp"
+#include "machines/manifest_diff.hpp"
 #include "runs/receipt.hpp"
-#include "verdicts/manifest_diff.hpp"
 
 namespace evgate {
-
-struct ShardSpec {
-    int index = 1;  // k, 1-based
-    int count = 1;  // n
-    std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
-};
-
-// "k/n" with 1 <= k <= n; throws Error naming the variable and the value otherwise.
-ShardSpec parse_shard_spec(const std::string& text, const std::string& variable);
-// EVIDENCE_GATE_SHARD, when set.
-std::optional<ShardSpec> this_shard();
-// EVIDENCE_GATE_SHARDS, when set: the shard evidence directories a merge job pools.
-std::vector<std::filesystem::path> merged_shards();
-
-// What the environment hands this job as evidence, not as sources: the shards
-// (EVIDENCE_GATE_SHARDS), runner bundles (EVIDENCE_GATE_RUNNER_BUNDLES), the history and the
-// compared run (EVIDENCE_GATE_HISTORY, EVIDENCE_GATE_COMPARE). A CI job downloads them into its
-// checkout; the receipt's digest of the sources leaves them out.
-std::vector<std::filesystem::path> handed_evidence();
-
-// Does the run (seed.s, perturbed) belong to `shard`?
-bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed);
 
 // Whether this job leaves out the run `run_id` because its order is one an earlier seed runs
 // (the receipt's `orders`): always without shards, and in the merge job, which gates the orders

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "runs/attempt.hpp"
 #include "runs/run_plan.hpp"
-#include "verdicts/triage.hpp"
 
 namespace evgate {
 

@@ -1,4 +1,4 @@
-#include "verdicts/run_matrix.hpp"
+#include "runs/run_matrix.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -11,6 +11,7 @@
 #include <xxhash.h>
 #include <gsl/gsl>
 
+#include "inputs/outcome.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
 

@@ -1,4 +1,4 @@
-#include "inputs/runner_bundles.hpp"
+#include "machines/runner_bundles.hpp"
 
 #include <algorithm>
 #include <cstdlib>
