@@ -22,7 +22,7 @@ LoadedRun run(const std::string& id, const std::string& order, const std::vector
     r.plan.column = column;
     for (auto& [test, outcome] : outcomes) {
         r.plan.tests.push_back(test);
-        r.records.results[test].outcome = outcome;
+        r.records.results[test].outcome = evgate::parse_outcome(outcome).value();
     }
     return r;
 }

@@ -13,7 +13,7 @@ LoadedRun run(std::string id, std::string order, std::vector<std::string> tests,
     r.plan.id = std::move(id);
     r.plan.order = std::move(order);
     r.plan.tests = std::move(tests);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
     r.records.isolation = std::move(isolation);
     return r;
 }
@@ -47,8 +47,8 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
     const auto done = [](const RunPlan& plan, const char* outcome) {
         LoadedRun run;
         run.plan = plan;
-        run.records.results["b"].outcome = "passed";
-        run.records.results["t"].outcome = outcome;
+        run.records.results["b"].outcome = Outcome::passed;
+        run.records.results["t"].outcome = parse_outcome(outcome).value();
         run.records.isolation = "process";
         return run;
     };
@@ -108,6 +108,6 @@ TEST_CASE("a test that changed a group is replayed alone in a fresh process, onc
     CHECK(plans[0].tests == std::vector<std::string>{"p"});
     LoadedRun alone;
     alone.plan = plans[0];
-    alone.records.results["p"].outcome = "passed";
+    alone.records.results["p"].outcome = Outcome::passed;
     CHECK(plan_fresh({seed, alone}, receipt_of({"a", "p"}), FreshLimits{}, triage_answers()).empty());
 }

@@ -20,7 +20,7 @@ LoadedRun finished_run(const std::string& id, std::vector<std::string> order, co
     SessionInfo session;
     session.rootdir = "/";
     r.records.sessions.push_back(session);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
     r.records.finished = true;
     r.records.receipt = receipt_id;
     return r;
@@ -356,7 +356,7 @@ TEST_CASE("every test skipped in every run is named, those whose reason points a
     for (const char* seed : {"seed.0", "seed.1"}) {
         auto r = finished_run(seed, ids, {});
         const auto skip = [&](const std::string& id, const std::string& message) {
-            r.records.results[id].outcome = "skipped";
+            r.records.results[id].outcome = Outcome::skipped;
             r.records.results[id].message = message;
         };
         skip("t::ini", "/b/evidence/s/sandbox/" + std::string(seed) + "/home/.myapp.ini is absent");
@@ -364,7 +364,7 @@ TEST_CASE("every test skipped in every run is named, those whose reason points a
         skip("t::env", "$HOME has no .netrc");
         skip("t::platform", "not on this platform");
         if (std::string(seed) == "seed.0") skip("t::sometimes", "needs ~/.config/app");
-        else r.records.results["t::sometimes"].outcome = "passed";
+        else r.records.results["t::sometimes"].outcome = Outcome::passed;
         skip("t::tmp", "TMPDIR is not writable");
         skip("t::brew", "HOMEBREW_PREFIX is not set");
         runs.add(r);

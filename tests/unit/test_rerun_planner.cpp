@@ -13,7 +13,7 @@ LoadedRun run(int seed, std::vector<std::string> order, const std::map<std::stri
     r.plan.id = r.plan.order = "seed." + std::to_string(seed);
     r.plan.seed = static_cast<std::uint64_t>(seed);
     r.plan.tests = std::move(order);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = evgate::parse_outcome(outcome).value();
     return r;
 }
 

@@ -16,7 +16,7 @@ LoadedRun run(const std::string& id, std::vector<std::string> order, const std::
     r.plan.id = r.plan.order = id;
     r.plan.column = column;
     r.plan.tests = std::move(order);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
     r.records.finished = true;
     r.records.receipt = "r1";
     return r;
@@ -24,7 +24,7 @@ LoadedRun run(const std::string& id, std::vector<std::string> order, const std::
 
 std::vector<std::string> shown(const std::vector<Attempt>& attempts) {
     std::vector<std::string> out;
-    for (const auto& a : attempts) out.push_back(a.run + "=" + a.outcome + (a.message.empty() ? "" : ":" + a.message));
+    for (const auto& a : attempts) out.push_back(a.run + "=" + std::string(to_string(a.outcome)) + (a.message.empty() ? "" : ":" + a.message));
     return out;
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("attempts: one per planned place, in run order, with what the records 
     CHECK(shown(matrix.attempts("t::c")) == std::vector<std::string>{"seed.1=missing"});  // a runner without a result says nothing
     CHECK(matrix.attempts("t::never").empty());
     CHECK(matrix.outcomes(matrix.find("t::a")) ==
-          std::vector<std::pair<std::string, std::string>>{{"seed.0", "passed"}, {"seed.1", "interrupted"}, {"seed.0.rerun.1", "passed"}, {"seed.0.rerun.1", "passed"}});
+          std::vector<std::pair<std::string, Outcome>>{{"seed.0", Outcome::passed}, {"seed.1", Outcome::interrupted}, {"seed.0.rerun.1", Outcome::passed}, {"seed.0.rerun.1", Outcome::passed}});
 }
 
 TEST_CASE("only the message of a failure or skip is kept, and a run with a problem has no attempts", "[run_matrix]") {

@@ -13,7 +13,7 @@ Attempt attempt(std::string run, std::string order, std::string outcome, std::ve
     Attempt a;
     a.run = std::move(run);
     a.order = std::move(order);
-    a.outcome = std::move(outcome);
+    a.outcome = evgate::parse_outcome(outcome).value();
     a.dirty = std::move(dirty);
     return a;
 }

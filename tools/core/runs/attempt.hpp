@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "inputs/outcome.hpp"
 #include "runs/column.hpp"
 
 namespace evgate {
 
 struct Attempt {
-    std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
-    std::string order;    // which order it ran in: reruns share their seed's; "alone" runs are their own
-    std::string outcome;  // passed failed error skipped xfailed xpassed uncalled interrupted missing
+    std::string run;    // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
+    std::string order;  // which order it ran in: reruns share their seed's; "alone" runs are their own
+    Outcome outcome = Outcome::missing;
     std::vector<std::string> dirty;
     std::string message;
     Column column = Column::local;

@@ -332,7 +332,7 @@ struct SkippedEverywhere {
 
 std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const GateInput& input) {
     // Only a row with a skip among its outcomes can be one: the attempts of the rest are not looked up.
-    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return is(o.second, Outcome::skipped); }))
+    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return o.second == Outcome::skipped; }))
         return std::nullopt;
     SkippedEverywhere skipped;
     bool any = false;

@@ -18,9 +18,9 @@ Observations observe(const std::vector<Attempt>& attempts) {
             o.dirty.insert(a.dirty.begin(), a.dirty.end());
             o.dirtied_in.push_back(a.run);
         }
-        if (is(a.outcome, Outcome::interrupted)) o.interrupted.push_back(a.run);
-        if (is(a.outcome, Outcome::missing)) o.missing.push_back(a.run);
-        if (is(a.outcome, Outcome::uncalled)) {
+        if (a.outcome == Outcome::interrupted) o.interrupted.push_back(a.run);
+        if (a.outcome == Outcome::missing) o.missing.push_back(a.run);
+        if (a.outcome == Outcome::uncalled) {
             o.uncalled.push_back(a.run);
             note_message(o.uncalled_message, a);
         }
