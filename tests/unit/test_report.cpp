@@ -17,7 +17,7 @@ namespace {
 const std::string kHostile = "tests/t.py::test[<script>alert(\"x\")</script>&'y'\n\xC3\xBC|`z`]";
 const std::string kHostileEscaped = "tests/t.py::test[&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;y&#39;\n\xC3\xBC|`z`]";
 
-LedgerRow row(std::string test, const std::string& verdict, const std::string& gate, std::vector<std::pair<std::string, std::string>> outcomes = {}) {
+LedgerRow row(std::string test, const std::string& verdict, const std::string& gate, const std::vector<std::pair<std::string, std::string>>& outcomes = {}) {
     LedgerRow r;
     r.test = std::move(test);
     r.verdict = verdict_named(verdict).value();
