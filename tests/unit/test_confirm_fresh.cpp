@@ -7,10 +7,10 @@ using namespace evgate;
 
 namespace {
 
-LoadedRun run(std::string id, std::string order, std::vector<std::string> tests, const std::map<std::string, std::string>& outcomes,
+LoadedRun run(const std::string& id, std::string order, std::vector<std::string> tests, const std::map<std::string, std::string>& outcomes,
               std::string isolation = "fork") {
     LoadedRun r;
-    r.plan.id = std::move(id);
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.order = std::move(order);
     r.plan.tests = std::move(tests);
     for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
@@ -38,8 +38,8 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
         run("seed.1.rerun.2", "seed.1", {"b", "t"}, {{"b", "passed"}, {"t", "failed"}}),
     };
     const auto first = plan_fresh(runs, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers());
-    REQUIRE(first.size() == 1);                      // one first: if it fails, the forks are confirmed
-    CHECK(first[0].id == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
+    REQUIRE(first.size() == 1);                            // one first: if it fails, the forks are confirmed
+    CHECK(first[0].id.str() == "seed.1.rerun.1.fresh.1");  // the cheapest failing run of that order
     CHECK(first[0].fresh);
     CHECK(first[0].order == "seed.1");
     CHECK(first[0].tests == std::vector<std::string>{"b", "t"});
@@ -61,8 +61,8 @@ TEST_CASE("what blocks on forks' failures is replayed in fresh processes, the wo
     passed.push_back(done(first[0], "passed"));
     const auto rest = plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers());
     REQUIRE(rest.size() == 6);
-    CHECK(rest.front().id == "seed.1.rerun.1.fresh.2");
-    CHECK(rest.back().id == "seed.1.rerun.1.fresh.7");
+    CHECK(rest.front().id.str() == "seed.1.rerun.1.fresh.2");
+    CHECK(rest.back().id.str() == "seed.1.rerun.1.fresh.7");
     for (const auto& plan : rest) passed.push_back(done(plan, "passed"));
     CHECK(plan_fresh(passed, receipt_of({"a", "t", "b"}), FreshLimits{}, triage_answers()).empty());
 }
@@ -83,7 +83,7 @@ TEST_CASE("tests that forks failed in one order share one fresh replay of it", "
         runs.push_back(run("seed.1.rerun." + std::to_string(j), "seed.1", {"v", "u"}, {{"u", "failed"}, {"v", "failed"}}));
     const auto plans = plan_fresh(runs, receipt_of({"p", "u", "v"}), FreshLimits{}, triage_answers());
     REQUIRE(plans.size() == 1);
-    CHECK(plans[0].id == "seed.1.rerun.1.fresh.1");
+    CHECK(plans[0].id.str() == "seed.1.rerun.1.fresh.1");
     CHECK(plans[0].tests == std::vector<std::string>{"v", "u"});  // through the later of the two
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("a test that changed a group is replayed alone in a fresh process, onc
     seed.records.results["p"].dirty = {"data"};
     const auto plans = plan_fresh({seed}, receipt_of({"a", "p"}), FreshLimits{}, triage_answers());
     REQUIRE(plans.size() == 1);
-    CHECK(plans[0].id == "first.2.fresh.1");
+    CHECK(plans[0].id.str() == "first.2.fresh.1");
     CHECK(plans[0].order == "alone");
     CHECK(plans[0].tests == std::vector<std::string>{"p"});
     LoadedRun alone;

@@ -15,7 +15,8 @@ namespace {
 LoadedRun finished_run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
                        const std::string& receipt_id = "r1") {
     LoadedRun r;
-    r.plan.id = r.plan.order = id;
+    r.plan.order = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.tests = std::move(order);
     SessionInfo session;
     session.rootdir = "/";
@@ -93,7 +94,7 @@ TEST_CASE("suite rows block on runs that did not finish, are missing or come fro
     unfinished.records.finished = false;
     unfinished.records.finish_note = "gave up";
     LoadedRun stale;
-    stale.plan.id = "seed.2";
+    stale.plan.id = RunId::seed(2);
     stale.problem = "the run belongs to an earlier receipt (r0)";
     input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}}), unfinished, stale};
     input.expected_runs = {"seed.0", "seed.1", "seed.2", "seed.3"};

@@ -21,7 +21,7 @@ namespace {
 LoadedRun run(const std::string& id, const std::string& order, std::uint64_t seed, std::map<std::string, TestResult> results,
               Column column = Column::local) {
     LoadedRun r;
-    r.plan.id = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.order = order;
     r.plan.seed = seed;
     r.plan.column = column;

@@ -298,9 +298,9 @@ TEST_CASE("reports are deterministic", "[report]") {
 }
 
 TEST_CASE("report_columns orders seeds, reruns, alone runs, perturbed runs, runners", "[report]") {
-    const auto run = [](std::string id, std::string order, Column column = Column::local) {
+    const auto run = [](const std::string& id, std::string order, Column column = Column::local) {
         LoadedRun r;
-        r.plan.id = std::move(id);
+        r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
         r.plan.order = std::move(order);
         r.plan.column = column;
         return r;

@@ -13,7 +13,8 @@ namespace {
 LoadedRun run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
               Column column = Column::local) {
     LoadedRun r;
-    r.plan.id = r.plan.order = id;
+    r.plan.order = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.column = column;
     r.plan.tests = std::move(order);
     for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
@@ -31,8 +32,8 @@ std::vector<std::string> shown(const std::vector<Attempt>& attempts) {
 // A run's files as the harness and the plugin leave them: plan, then records in its order, the
 // `finished` record sealing what came before it.
 void write_run(const TempDir& dir, const LoadedRun& r, const std::string& records) {
-    write_plan(dir.path / (r.plan.id + ".plan.json"), r.plan);
-    write_file_atomic(dir.path / (r.plan.id + ".jsonl"), test::sealed(records));
+    write_plan(dir.path / (r.plan.id.str() + ".plan.json"), r.plan);
+    write_file_atomic(dir.path / (r.plan.id.str() + ".jsonl"), test::sealed(records));
 }
 
 std::string result(const std::string& test, const std::string& outcome, const std::string& extra = "") {
@@ -123,7 +124,7 @@ TEST_CASE("runs streamed from their files give the attempts the harness reads", 
     for (auto& r : load_runs(dir.path, {"r1"})) held.add(std::move(r));
     REQUIRE(streamed.size() == 5);
     std::vector<std::string> ids;
-    for (const auto& r : streamed.runs()) ids.push_back(r.plan.id);
+    for (const auto& r : streamed.runs()) ids.push_back(r.plan.id.str());
     CHECK(ids == std::vector<std::string>{"seed.0", "seed.1", "seed.2", "seed.10", "alone.1"});
     CHECK_THAT(streamed.runs()[2].problem, Catch::Contains("earlier receipt"));
     for (const char* test : {"t::a", "t::b", "t::c", "t::x"}) {

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <regex>
 
-#include "inputs/run_id.hpp"
 #include "io/error.hpp"
 
 namespace fs = std::filesystem;
@@ -55,8 +54,8 @@ std::vector<fs::path> handed_evidence() {
     return paths;
 }
 
-bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed) {
-    if (run_id == RunId::perturbed().str()) return shard.index == 1;
+bool runs_here(const ShardSpec& shard, const RunId& run, std::uint64_t seed) {
+    if (run == RunId::perturbed()) return shard.index == 1;
     return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "inputs/run_id.hpp"
+
 namespace evgate {
 
 struct ShardSpec {
@@ -33,6 +35,6 @@ std::vector<std::filesystem::path> merged_shards();
 std::vector<std::filesystem::path> handed_evidence();
 
 // Does the run (seed.s, perturbed) belong to `shard`?
-bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed);
+bool runs_here(const ShardSpec& shard, const RunId& run, std::uint64_t seed);
 
 }  // namespace evgate

@@ -66,13 +66,13 @@ std::string sources_difference(const fs::path& shard, const Receipt& theirs, con
 
 }  // namespace
 
-bool repeat_left_out(const Receipt& receipt, const std::string& run_id) {
-    const auto repeat = receipt.orders.repeats.find(run_id);
+bool repeat_left_out(const Receipt& receipt, const RunId& run) {
+    const auto repeat = receipt.orders.repeats.find(run.str());
     if (repeat == receipt.orders.repeats.end()) return false;
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;
     if (!shard) return true;
-    const auto& earlier = repeat->second;  // a seed's run (the receipt checked it)
-    return runs_here(*shard, earlier, RunId::of(earlier).number());
+    const auto earlier = RunId::of(repeat->second);  // a seed's run (the receipt checked it)
+    return runs_here(*shard, earlier, earlier.number());
 }
 
 std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
@@ -98,23 +98,24 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
     return foreign;
 }
 
-bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+bool import_run(const SuiteConfig& suite, const Receipt& receipt, const RunId& run) {
     const auto foreign = foreign_shards(suite);
     for (const auto& shard : merged_shards()) {
-        const auto plan = runs_of(shard) / evidence::plan_name(run_id);
-        const auto records = runs_of(shard) / evidence::records_name(run_id);
+        const auto plan = runs_of(shard) / evidence::plan_name(run.str());
+        const auto records = runs_of(shard) / evidence::records_name(run.str());
         if (!fs::exists(plan) || !fs::exists(records)) continue;
         fs::create_directories(suite.runs_dir());
         auto imported = read_plan(plan);
         for (const auto& f : foreign) {
             if (!fs::equivalent(f.dir, shard)) continue;
-            imported.id = imported.order = f.column + ":" + run_id;
+            imported.id = run.on(f.column);
+            imported.order = imported.id.str();
             imported.column = Column::runner;
         }
         write_plan(plan_file(suite, imported.id), imported);
         write_file_atomic(records_file(suite, imported.id), rebind(records, receipt.id));
         for (const char* manifest : {evidence::kPerturbedManifest})
-            if (run_id == RunId::perturbed().str() && fs::exists(shard / manifest))
+            if (run == RunId::perturbed() && fs::exists(shard / manifest))
                 fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);
         return true;
     }

@@ -16,11 +16,11 @@
 
 namespace evgate {
 
-// Whether this job leaves out the run `run_id` because its order is one an earlier seed runs
+// Whether this job leaves out the run `run` because its order is one an earlier seed runs
 // (the receipt's `orders`): always without shards, and in the merge job, which gates the orders
 // once; in a shard only when that earlier seed is the shard's own too, so that every shard's
 // gate has runs of its own (a one-test suite split in two has one order for two shards).
-bool repeat_left_out(const Receipt& receipt, const std::string& run_id);
+bool repeat_left_out(const Receipt& receipt, const RunId& run);
 
 // A shard whose environment differs from this job's where it matters (packages, locale and
 // timezone, filesystem case, Python minor version) is not pooled as local runs: its runs
@@ -36,7 +36,7 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite);
 // The merge job's side of a run: copies the run's plan and records from the shard that holds
 // it, bound to this job's receipt (under the runner column's name for a foreign shard).
 // False when no shard holds it (the gate then blocks).
-bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id);
+bool import_run(const SuiteConfig& suite, const Receipt& receipt, const RunId& run);
 
 // What is wrong with the shards a merge pools: missing or duplicated shards, another suite,
 // another commit, other sources (a receipt taken over another digest of the sources,

@@ -31,7 +31,7 @@ std::unordered_map<std::string, RunFacts> run_facts(const RunMatrix& runs) {
         RunFacts f{run.plan.order, std::nullopt, run.plan.column};
         if (const auto order = RunId::parse(run.plan.order); run.plan.column == Column::local && order && order->is_seed())
             f.seed = run.plan.seed;
-        facts.emplace(run.plan.id, std::move(f));
+        facts.emplace(run.plan.id.str(), std::move(f));
     }
     return facts;
 }
@@ -136,7 +136,7 @@ std::string times_json(const std::vector<std::pair<std::size_t, double>>& times,
     std::string text = "{";
     for (const auto& [run, seconds] : times) {
         if (text.size() > 1) text += ",";
-        text += json_string(runs.runs()[run].plan.id) + ":" + seconds_text(seconds);
+        text += json_string(runs.runs()[run].plan.id.str()) + ":" + seconds_text(seconds);
     }
     return text + "}";
 }
@@ -174,7 +174,7 @@ public:
             for (auto& a : runs_.attempts(row.test))
                 if (differed(a.outcome)) bad.push_back(std::move(a));
         const auto seconds_in = [&](const std::string& run) -> std::optional<double> {
-            const auto it = std::find_if(times.begin(), times.end(), [&](const auto& t) { return runs_.runs()[t.first].plan.id == run; });
+            const auto it = std::find_if(times.begin(), times.end(), [&](const auto& t) { return runs_.runs()[t.first].plan.id.str() == run; });
             return it == times.end() ? std::nullopt : std::optional<double>(it->second);
         };
         open(address.classname, address.name, median(times));
@@ -287,7 +287,7 @@ std::string local_runs_json(const RunMatrix& runs) {
     auto& w = json.begin();
     w.StartArray();
     for (const auto& run : runs.runs())
-        if (run.plan.column == Column::local && run.problem.empty()) w.String(run.plan.id);
+        if (run.plan.column == Column::local && run.problem.empty()) w.String(run.plan.id.str());
     w.EndArray();
     return std::string(json.text());
 }

@@ -28,7 +28,7 @@ using Overlapped = std::function<bool(const std::string& lease)>;
 // With `failures`, a test that fails in every local run needs
 // one failure seen alone too. Where an outcome has no witness, the run that costs least (fewest
 // tests) among those that hold it is chosen.
-std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
+std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
 
 // The plan that does `plan` again alone: the same tests in the same order and column, as its own run.
 RunPlan apart_plan(const RunPlan& plan);

@@ -55,7 +55,8 @@ Prefixes prefixes_of(const std::string& test, const std::vector<LoadedRun>& runs
 Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::uint64_t seed) {
     return [&suite, &receipt, &store, seed](const std::vector<std::string>& tests) -> std::string {
         RunPlan plan;
-        plan.id = plan.order = RunId::probe().str();
+        plan.id = RunId::probe();
+        plan.order = plan.id.str();
         plan.seed = seed;
         plan.tests = tests;
         plan.runs_dir = suite.evidence_dir / evidence::kLocaliseRuns;
@@ -174,7 +175,7 @@ private:
             culprits_.push_back(std::move(culprit));
         }
         for (const auto& run : runs_)
-            if (const auto id = RunId::parse(run.plan.id); id && id->is_sweep() && id->number() < kMostSweeps)
+            if (const auto id = run.plan.id.local(); id && id->is_sweep() && id->number() < kMostSweeps)
                 sweep_base_ = std::max(sweep_base_, static_cast<int>(id->number()));
     }
 

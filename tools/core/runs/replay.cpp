@@ -69,7 +69,8 @@ int replay(const SuiteConfig& suite, const ReplayRequest& request, std::ostream&
     std::string seen;
     for (int i = 1; i <= std::max(1, request.repeat) && seen.empty(); ++i) {
         RunPlan plan;
-        plan.id = plan.order = "replay";
+        plan.id = RunId::replay();
+        plan.order = plan.id.str();
         plan.seed = request.seed.value_or(0);
         plan.tests = order;
         plan.environment = request.environment;

@@ -326,11 +326,11 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
     visit(test, [&](std::size_t r, const Cell& c, Outcome outcome) {
         const auto& plan = runs_[r].plan;
         Attempt a;
-        a.run = plan.id;
+        a.run = plan.id.str();
         a.order = plan.order;
         a.column = plan.column;
         a.outcome = outcome;
-        a.beside = redone_.count(plan.id) != 0;
+        a.beside = redone_.count(a.run) != 0;
         a.fresh = plan.fresh;
         a.fork = !plan.fresh && runs_[r].records.isolation.rfind("fork", 0) == 0;
         if (c.extra) {
@@ -346,7 +346,7 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
 std::vector<std::pair<std::string, Outcome>> RunMatrix::outcomes(std::optional<std::uint32_t> test) const {
     std::vector<std::pair<std::string, Outcome>> out;
     out.reserve(runs_.size());
-    visit(test, [&](std::size_t r, const Cell&, Outcome outcome) { out.emplace_back(runs_[r].plan.id, outcome); });
+    visit(test, [&](std::size_t r, const Cell&, Outcome outcome) { out.emplace_back(runs_[r].plan.id.str(), outcome); });
     return out;
 }
 

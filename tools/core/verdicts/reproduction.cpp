@@ -21,7 +21,7 @@ const Attempt* first_with(const std::vector<Attempt>& attempts, OutcomeTest matc
 
 const LoadedRun* run_named(const GateInput& input, const std::string& id) {
     for (const auto& run : input.runs.runs())
-        if (run.plan.id == id) return &run;
+        if (run.plan.id.str() == id) return &run;
     return nullptr;
 }
 

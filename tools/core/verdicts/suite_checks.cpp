@@ -249,7 +249,7 @@ std::string exit_trouble(const RunRecords& r) {
 
 LedgerRow run_row(const GateInput& input, std::size_t i, UnknownIds& unknown) {
     const auto& run = input.runs.runs()[i];
-    const std::string name = "run:" + run.plan.id;
+    const std::string name = "run:" + run.plan.id.str();
     if (!run.problem.empty()) return suite_row(name, Verdict::interrupted, run.problem);
     const auto& r = run.records;
     auto trouble = session_trouble(r, input.receipt, unknown);
@@ -265,7 +265,7 @@ std::vector<LedgerRow> doubt_rows_of(const LoadedRun& run) {
     const auto& r = run.records;
     std::vector<std::pair<std::string, std::string>> checks;  // check -> reasons, in the order first seen
     for (const auto& doubt : r.doubts) {
-        std::string where = run.plan.id;
+        std::string where = run.plan.id.str();
         if (r.sessions.size() > 1 && doubt.process > 0)
             where += ", pytest process " + std::to_string(doubt.process) + " of " + std::to_string(r.sessions.size());
         auto it = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == doubt.check; });
@@ -275,7 +275,7 @@ std::vector<LedgerRow> doubt_rows_of(const LoadedRun& run) {
     std::vector<LedgerRow> rows;
     for (auto& [check, reason] : checks) {
         const bool polluted = check == "outside" || check == "uncertain";
-        rows.push_back(suite_row(check + ":" + run.plan.id, polluted ? Verdict::polluter : Verdict::missing, std::move(reason)));
+        rows.push_back(suite_row(check + ":" + run.plan.id.str(), polluted ? Verdict::polluter : Verdict::missing, std::move(reason)));
     }
     return rows;
 }
@@ -452,7 +452,7 @@ std::optional<LedgerRow> reuse_row(const GateInput& input) {
 std::optional<LedgerRow> alone_row(const GateInput& input) {
     std::set<std::string> alone;
     for (const auto& run : input.runs.runs()) {
-        const auto id = RunId::parse(run.plan.id);
+        const auto id = run.plan.id.local();
         if (run.plan.column == Column::local && run.plan.order == kAloneOrder && id && id->is_first() && id->is_plain() &&
             run.plan.tests.size() == 1)
             alone.insert(run.plan.tests.front());
@@ -472,7 +472,7 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
     if (auto row = alone_row(input)) rows.push_back(std::move(*row));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
-    for (const auto& run : runs) present.insert(run.plan.id);
+    for (const auto& run : runs) present.insert(run.plan.id.str());
     for (const auto& id : input.expected_runs)
         if (!present.count(id)) rows.push_back(suite_row("run:" + id, Verdict::missing, "run " + id + " left no records"));
     UnknownIds unknown(input.receipt);
