@@ -15,7 +15,10 @@ part of this repository. For each, in one run of this script:
 * from its ledger: every verdict, the known dependent tests found `order-dependent` with a
   partner named, and every blocking row (a reader decides which are false: each is listed).
 
-Usage: real_suites.py --checkouts DIR --build BUILD [--python EXE] [--workdir DIR] [--only NAME]
+With --healthy, the same for the suites of HEALTHY (no order-dependent test known: what the gate
+costs where there is nothing to localise), checked out below --checkouts the same way.
+
+Usage: real_suites.py --checkouts DIR --build BUILD [--python EXE] [--workdir DIR] [--only NAME] [--healthy]
 Output: a Markdown table on stdout and a JSON file (<workdir>/real-suites.json).
 """
 
@@ -49,6 +52,15 @@ PROJECTS = {
         "tests/test_errors.py::test_ignore_errors_in_start[TypeError]", "tests/test_uuid.py::test_uuid1_future",
         "tests/test_warnings.py::test_ignore_warnings_in_start", "tests/test_warnings.py::test_ignore_warnings_in_stop"]),
 }
+# Healthy suites (no order-dependent test known), measured for what the gate costs where there is
+# nothing to localise: (tests, extra suite arguments); "{root}" is the checkout.
+HEALTHY = {
+    "jmespath.py": ("tests", ""),                                   # jmespath/jmespath.py 2ad18b0
+    "tomli": ("tests", "ENVIRONMENT PYTHONPATH={root}/src"),       # hukkin/tomli 920e20b
+    "python-tabulate": ("test", ""),                                # astanin/python-tabulate 268615a
+    "colorama": ("colorama/tests", ""),                             # tartley/colorama 406153f
+    "boltons": ("tests", ""),                                       # mahmoud/boltons 967864f
+}
 SEEDS = 8  # the default: (SEEDS + 1) plain runs is what the gate's runs replace
 
 
@@ -59,11 +71,13 @@ def plain_env(workdir):
     return env
 
 
-def plain_runs(python, checkout, tests, workdir):
+def plain_runs(python, checkout, tests, workdir, extra=""):
     """The median wall time of 3 plain runs, after one that writes the bytecode."""
     times = []
     for _ in range(4):
         env = plain_env(workdir)
+        if "PYTHONPATH=" in extra:  # the suite's ENVIRONMENT PYTHONPATH=..., for the plain runs too
+            env["PYTHONPATH"] = extra.split("PYTHONPATH=", 1)[1].split()[0]
         start = time.monotonic()
         subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests], cwd=checkout, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
@@ -73,7 +87,7 @@ def plain_runs(python, checkout, tests, workdir):
     return statistics.median(times[1:])
 
 
-def gate(name, python, checkout, tests, build, workdir):
+def gate(name, python, checkout, tests, build, workdir, extra=""):
     source = workdir / f"gate-{name}"
     binary = workdir / f"build-{name}"
     shutil.rmtree(source, ignore_errors=True)
@@ -82,7 +96,7 @@ def gate(name, python, checkout, tests, build, workdir):
     (source / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.21)\nproject(real NONE)\nenable_testing()\n"
         "find_package(EvidenceGate CONFIG REQUIRED)\n"
-        f"evidence_gate_add_suite(suite ROOT {checkout} TESTS {tests})\n")
+        f"evidence_gate_add_suite(suite ROOT {checkout} TESTS {tests} {extra})\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run(["cmake", "-S", source, "-B", binary, f"-DEvidenceGate_DIR={build}", f"-DPython3_EXECUTABLE={python}"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
@@ -126,18 +140,22 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--only", action="append")
+    parser.add_argument("--healthy", action="store_true", help="the healthy set (HEALTHY) instead of the dependent one")
     args = parser.parse_args()
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="real-suites-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     results = []
-    for name, (tests, known) in PROJECTS.items():
+    projects = ({name: (tests, [], extra) for name, (tests, extra) in HEALTHY.items()} if args.healthy
+                else {name: (tests, known, "") for name, (tests, known) in PROJECTS.items()})
+    for name, (tests, known, extra) in projects.items():
         if args.only and name not in args.only:
             continue
         checkout = (args.checkouts / name).resolve()
+        extra = extra.format(root=checkout)
         print(f"{name}: plain runs", file=sys.stderr)
-        plain = plain_runs(args.python, checkout, tests, workdir)
+        plain = plain_runs(args.python, checkout, tests, workdir, extra)
         print(f"{name}: ctest -L evidence -j2", file=sys.stderr)
-        walls, ledgers = gate(name, args.python, checkout, tests, args.build.resolve(), workdir)
+        walls, ledgers = gate(name, args.python, checkout, tests, args.build.resolve(), workdir, extra)
         results.append(summary(name, known, plain, walls, ledgers))
     (workdir / "real-suites.json").write_text(json.dumps(results, indent=2) + "\n")
     print("| project | tests | known dependent tests found, partner named (first / second ctest) | blocking rows | "

@@ -209,3 +209,46 @@ def test_a_rebuilt_library_a_module_loads_at_import_runs_everything_again(projec
     """The library is not in DEPENDS: the collection's process has it mapped, so the receipt
     lists it among the binaries under test all the same."""
     rebuilt_library(project, depends=False, what="a rebuilt library loaded at import")
+
+
+def alone_counts(project):
+    """(tests run alone so far, tests) from the ledger's `alone-pass` row; None once all have."""
+    row = suite_rows(project).get("alone-pass")
+    if row is None:
+        return None
+    ran, _, tests = row["reason"].split(" tests have run alone")[0].partition(" of ")
+    return int(ran), int(tests)
+
+
+def test_the_alone_pass_stops_at_its_budget_and_the_next_ctest_goes_on_where_it_stopped(project):
+    """ALONE AUTO spends at most a quarter of the seed runs' time or 5 s a ctest (runs/alone_budget.hpp).
+    Every test here sits in a module whose fixture takes 0.6 s: the seeds pay it once a run, the
+    alone pass once a test (28 forks, over 8 s on 2 workers), so the first ctest cannot finish
+    the pass. It must stop, say how far it got in an `alone-pass` row, and each later ctest on
+    the unchanged tree must keep the tests already run alone and run only new ones, until all
+    have run alone and the row is gone."""
+    tests = 28
+    fixture = "import time\n\nimport pytest\n\n\n@pytest.fixture(scope='module')\ndef warm():\n    time.sleep(0.6)\n\n"
+    project.write("tests/test_slow_module.py", fixture + "".join(f"\ndef test_{i:02d}(warm):\n    pass\n" for i in range(tests)))
+    project.suite("SEEDS 1 PERTURB OFF PER_TEST OFF TESTS tests")
+    with project.checked():
+        first_ctest(project)
+        counts = alone_counts(project)
+        assert counts is not None and counts[1] == tests and 0 < counts[0] < tests, (
+            f"the first ctest must stop the pass at its budget:\n{project.ledger()}\n"
+            f"{step_output(project.build, f'{SUITE}.alone')}")
+        said = step_output(project.build, f"{SUITE}.alone")
+        assert f"{tests - counts[0]} left for the next ctest on this tree" in said, said
+        for _ in range(tests):  # each ctest runs at least one more test alone
+            before = counts[0]
+            result = project.evidence()
+            assert gate_summary(project.build) == "PASSED", result.describe()
+            said = step_output(project.build, f"{SUITE}.alone")
+            assert f"{before} kept from an earlier ctest" in said, said
+            counts = alone_counts(project)
+            if counts is None:
+                break
+            assert counts[0] > before, f"a later ctest must go on with the pass:\n{said}\n{project.ledger()}"
+        assert counts is None, f"the pass never finished:\n{project.ledger()}"
+        alone_runs = [p for p in (project.evidence_dir() / "runs").glob("first.*.plan.json") if p.name.count(".") == 3]
+        assert len(alone_runs) == tests, sorted(p.name for p in alone_runs)

@@ -129,3 +129,22 @@ TEST_CASE("a redo alone is a run of its own beside the first, and a run done aga
     unnamed[2].plan.confirms.clear();
     CHECK(named(runs_to_confirm(unnamed, side_by_side({"seed.0", "seed.2"}), false)) == std::vector<std::string>{"seed.2"});
 }
+
+TEST_CASE("the redos witness every outcome at the least cost: one run for many tests, short runs for long tests", "[confirm]") {
+    // Three victims: each fails in seed.1, passes in seed.0 and alone first after the collection.
+    // Everything went side by side.
+    auto runs = std::vector<LoadedRun>{run("seed.0", "seed.0", {{"a", "passed"}, {"b", "passed"}, {"c", "passed"}}),
+                                       run("seed.1", "seed.1", {{"a", "failed"}, {"b", "failed"}, {"c", "failed"}}),
+                                       run("first.1", "alone", {{"a", "passed"}}), run("first.2", "alone", {{"b", "passed"}}),
+                                       run("first.3", "alone", {{"c", "passed"}})};
+    const auto every_run = side_by_side({"seed.0", "seed.1", "first.1", "first.2", "first.3"});
+    SECTION("quick tests: seed.0 witnesses the three passes, where each test's own run would cost three redos") {
+        CHECK(named(runs_to_confirm(runs, every_run, false)) == std::vector<std::string>{"seed.0", "seed.1"});
+    }
+    SECTION("a slow test beside them: three short runs cost less than the one that holds it") {
+        runs[0].plan.tests.push_back("slow");
+        runs[0].records.results["slow"].outcome = evgate::Outcome::passed;
+        runs[0].records.results["slow"].seconds = 10.0;
+        CHECK(named(runs_to_confirm(runs, every_run, false)) == std::vector<std::string>{"seed.1", "first.1", "first.2", "first.3"});
+    }
+}

@@ -1,8 +1,10 @@
 // The pristine copy, sealed: a copy a test rewrote (the evidence directory is within its reach)
 // is found, never restored from, put back from a verified copy, and named for the gate.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "fixture_project.hpp"
 #include "fixtures/fixture_store.hpp"
@@ -135,4 +137,28 @@ TEST_CASE("a snapshot copies again what no longer holds its sealed content, and 
     CHECK(store.snapshot().empty());
     CHECK(Project::slurp(p.pristine("README.txt")) == "the project\n");
     CHECK(PristineSeal(StorePaths{p.root, p.store(), p.suite.evidence_dir}).sealed());
+}
+
+TEST_CASE("the copies a snapshot writes are read once after it, not after every process", "[seal]") {
+    SealedProject p;
+    FixtureStore store(p.suite);
+    store.snapshot();
+    const StorePaths paths{p.root, p.store(), p.suite.evidence_dir};
+    // Written after the seal's time: racy, so the first check reads them all.
+    REQUIRE(PristineSeal(paths).unverified() > 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the racy window
+    {
+        FixtureStore::Lease lease(store, TreeAccess::shared, "seed.0");  // a run that changed nothing
+        CHECK(lease.restore().empty());
+    }
+    // That check, under the shared lock, vouched for every copy: the next reads none.
+    CHECK(PristineSeal(paths).unverified() == 0);
+    // A copy changed since is read again, and found.
+    SealedProject::rewrite(p.pristine("README.txt"), "rewritten by a test\n");
+    CHECK(PristineSeal(paths).unverified() == 1);
+    PristineSeal seal(paths);
+    const auto found = seal.check(false);
+    REQUIRE(found.size() == 1);
+    CHECK(found.front().copy == "pristine/README.txt");
+    CHECK(PristineSeal(paths).unverified() == 1);  // nothing vouched for while a copy is tampered
 }

@@ -103,3 +103,49 @@ TEST_CASE("a test kept evidence settles is not rerun for", "[rerun]") {
     limits.settled = {"b"};
     CHECK(plan_reruns(runs, limits).empty());
 }
+
+namespace {
+
+evgate::Localisation found(evgate::Role role, std::vector<std::string> partners) {
+    evgate::Localisation f;
+    f.role = role;
+    f.partners = std::move(partners);
+    return f;
+}
+
+LoadedRun of_receipt(LoadedRun run, const std::string& receipt) {
+    run.records.receipt = receipt;
+    return run;
+}
+
+}  // namespace
+
+TEST_CASE("a kept localisation settles a test only where its partners explain every new failure", "[rerun][reuse]") {
+    using evgate::Role;
+    using evgate::settled_by_partners;
+    const std::map<std::string, evgate::Localisation> kept = {{"v", found(Role::victim, {"p"})}};
+    SECTION("a victim failing only after its polluter is settled; one failing without it is not") {
+        const std::vector<LoadedRun> explained = {of_receipt(run(9, {"p", "a", "v"}, {{"v", "failed"}}), "now"),
+                                                  of_receipt(run(10, {"v", "p"}, {{"v", "passed"}}), "now")};
+        CHECK(settled_by_partners(kept, explained, "now") == std::set<std::string>{"v"});
+        const std::vector<LoadedRun> unexplained = {of_receipt(run(9, {"a", "v", "p"}, {{"v", "failed"}}), "now")};
+        CHECK(settled_by_partners(kept, unexplained, "now").empty());
+    }
+    SECTION("a failure in a kept run (another receipt) is explained by the kept search already") {
+        const std::vector<LoadedRun> runs = {of_receipt(run(0, {"v", "p"}, {{"v", "failed"}}), "before")};
+        CHECK(settled_by_partners(kept, runs, "now") == std::set<std::string>{"v"});
+    }
+    SECTION("a brittle test is explained where its state-setter did not run before it") {
+        const std::map<std::string, evgate::Localisation> brittle = {{"b", found(Role::brittle, {"s"})}};
+        CHECK(settled_by_partners(brittle, {of_receipt(run(9, {"b", "s"}, {{"b", "failed"}}), "now")}, "now").size() == 1);
+        CHECK(settled_by_partners(brittle, {of_receipt(run(9, {"s", "b"}, {{"b", "failed"}}), "now")}, "now").empty());
+    }
+    SECTION("a search without a partner, without a role or stopped by its budget settles nothing") {
+        auto stopped = found(Role::victim, {"p"});
+        stopped.budget_exhausted = true;
+        const std::vector<LoadedRun> runs = {of_receipt(run(9, {"p", "v"}, {{"v", "failed"}}), "now")};
+        CHECK(settled_by_partners({{"v", stopped}}, runs, "now").empty());
+        CHECK(settled_by_partners({{"v", found(Role::victim, {})}}, runs, "now").empty());
+        CHECK(settled_by_partners({{"v", found(Role::unknown, {"p"})}}, runs, "now").empty());
+    }
+}

@@ -1,5 +1,6 @@
 #include "runs/confirm_alone.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -27,19 +28,60 @@ std::set<OutcomeClass> classes_of(const Sightings& seen) {
     return classes;
 }
 
-// Every outcome in `seen` witnessed alone, or the cheapest run that would witness it and was not
-// done again alone yet added to `redo`.
-void witness_each(const Sightings& seen, std::set<const LoadedRun*>& redo) {
+// The runs that could witness an outcome alone: one of them must be done again.
+using Requirement = std::vector<const LoadedRun*>;
+
+// For every outcome in `seen` that no run alone witnessed, the runs that hold it and were not done
+// again alone yet (none: nothing more can be asked).
+void require_each(const Sightings& seen, std::vector<Requirement>& required) {
     for (const auto& cls : classes_of(seen)) {
-        const LoadedRun* cheapest = nullptr;
+        Requirement candidates;
         bool witnessed = false;
         for (const auto& s : seen) {
             if (s.cls != cls) continue;
             witnessed = witnessed || s.alone;
-            if (!s.alone && !s.redone && (cheapest == nullptr || s.run->plan.tests.size() < cheapest->plan.tests.size())) cheapest = s.run;
+            if (!s.alone && !s.redone) candidates.push_back(s.run);
         }
-        if (!witnessed && cheapest != nullptr) redo.insert(cheapest);
+        if (!witnessed && !candidates.empty()) required.push_back(std::move(candidates));
     }
+}
+
+// What doing `run` again alone costs, in seconds: a run's own price (its process or fork, the
+// lease, its records read back) and the time its tests took.
+double redo_cost(const LoadedRun& run) {
+    constexpr double kPerRun = 0.05;  // a fork's start and end and evgate's side of it (docs/cost.md)
+    double seconds = kPerRun;
+    for (const auto& [test, result] : run.records.results) seconds += std::max(0.0, result.seconds);
+    return seconds;
+}
+
+// The redos that meet every requirement, chosen greedily by requirements met per second of cost
+// (a weighted set cover): one seed run that holds the failures of many tests goes again rather
+// than each test's own cheapest run. Ties go to the run with fewer tests, then to the earlier.
+std::set<const LoadedRun*> cover(std::vector<Requirement> required, const std::vector<LoadedRun>& runs) {
+    std::set<const LoadedRun*> chosen;
+    while (!required.empty()) {
+        std::map<const LoadedRun*, std::size_t> meets;
+        for (const auto& candidates : required)
+            for (const auto* run : std::set<const LoadedRun*>(candidates.begin(), candidates.end())) ++meets[run];
+        const LoadedRun* best = nullptr;
+        double best_rate = 0;
+        for (const auto& run : runs) {  // in run order, so that ties go to the earlier
+            const auto it = meets.find(&run);
+            if (it == meets.end()) continue;
+            const double rate = static_cast<double>(it->second) / redo_cost(run);
+            if (best == nullptr || rate > best_rate * (1 + 1e-9) ||
+                (rate >= best_rate * (1 - 1e-9) && run.plan.tests.size() < best->plan.tests.size())) {
+                best = &run;
+                best_rate = rate;
+            }
+        }
+        chosen.insert(best);
+        required.erase(std::remove_if(required.begin(), required.end(),
+                                      [&](const Requirement& r) { return std::find(r.begin(), r.end(), best) != r.end(); }),
+                       required.end());
+    }
+    return chosen;
 }
 
 }  // namespace
@@ -62,11 +104,11 @@ std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Ove
             else local[test][run.plan.order].push_back({&run, cls, alone, redone});
         }
     }
-    std::set<const LoadedRun*> redo;
+    std::vector<Requirement> required;
     for (const auto& [test, by_order] : local) {
         Sightings all;
         for (const auto& [order, seen] : by_order) {
-            if (differ(classes_of(seen))) witness_each(seen, redo);  // flaky, if it holds
+            if (differ(classes_of(seen))) require_each(seen, required);  // flaky, if it holds
             all.insert(all.end(), seen.begin(), seen.end());
         }
         const auto classes = classes_of(all);
@@ -75,10 +117,11 @@ std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Ove
         if (remote != perturbed.end())
             for (const auto& cls : classes_of(remote->second)) either.insert(cls);
         const bool gap = remote != perturbed.end() && classes_of(remote->second) != classes && differ(either);
-        if (differ(classes)) witness_each(all, redo);                                                    // order-dependent, if it holds
-        if (gap) witness_each(remote->second, redo);                                                     // a gap, if it holds
-        if (failures && classes == std::set<OutcomeClass>{OutcomeClass::fail}) witness_each(all, redo);  // failing, if it holds
+        if (differ(classes)) require_each(all, required);                                                    // order-dependent, if it holds
+        if (gap) require_each(remote->second, required);                                                     // a gap, if it holds
+        if (failures && classes == std::set<OutcomeClass>{OutcomeClass::fail}) require_each(all, required);  // failing, if it holds
     }
+    const auto redo = cover(std::move(required), runs);
     std::vector<RunId> ids;
     for (const auto& run : runs)
         if (redo.count(&run)) ids.push_back(run.plan.id);

@@ -26,8 +26,10 @@ using Overlapped = std::function<bool(const std::string& lease)>;
 // outcome needs a witness among that order's runs that overlapped nothing; across the local runs
 // likewise; a perturbed outcome that differs from the local ones needs the perturbed run alone.
 // With `failures`, a test that fails in every local run needs
-// one failure seen alone too. Where an outcome has no witness, the run that costs least (fewest
-// tests) among those that hold it is chosen.
+// one failure seen alone too. Where outcomes have no witness, the runs done again are chosen to
+// witness them all at the least cost (greedily: most outcomes witnessed per second, a run's
+// price plus its tests' time), so one seed run holding many tests' failures goes again rather
+// than a run of its own for each.
 std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
 
 // The plan that does `plan` again alone: the same tests in the same order and column, as its own run.

@@ -118,3 +118,28 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
 }
 
 }  // namespace evgate
+
+namespace evgate {
+
+std::set<std::string> settled_by_partners(const std::map<std::string, Localisation>& found, const std::vector<LoadedRun>& runs,
+                                          const std::string& receipt_id) {
+    std::set<std::string> settled;
+    for (const auto& [test, f] : found) {
+        if (f.partners.empty() || f.budget_exhausted || f.role == Role::unknown) continue;
+        const auto explained = [&, &test = test, &f = f](const LoadedRun& run) {
+            const auto result = run.records.results.find(test);
+            if (run.records.receipt != receipt_id || result == run.records.results.end() ||
+                outcome_class(result->second.outcome) != OutcomeClass::fail)
+                return true;
+            const auto& order = run.plan.tests;
+            const auto at = std::find(order.begin(), order.end(), test);
+            const bool all_before = std::all_of(f.partners.begin(), f.partners.end(),
+                                                [&](const std::string& p) { return std::find(order.begin(), at, p) != at; });
+            return f.role == Role::victim ? all_before : !all_before;
+        };
+        if (std::all_of(runs.begin(), runs.end(), explained)) settled.insert(test);
+    }
+    return settled;
+}
+
+}  // namespace evgate

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "runs/culprit_search.hpp"
 #include "runs/run_plan.hpp"
 
 namespace evgate {
@@ -28,5 +30,14 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
 // one that goes further is numbered after the kept ones; a test a kept run ran alone is not run
 // alone again, and a new one is numbered after them.
 std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<LoadedRun>& runs);
+
+// Tests a kept localisation (`found`, by test) named the partners of, whose every failure in the
+// runs of receipt `receipt_id` those partners explain: a victim's polluters all ran before it, a
+// brittle test's state-setters did not. The kept reruns told their order dependence from
+// nondeterminism already, and a new order that agrees calls for no rerun (RerunLimits::settled);
+// a failure the partners do not explain is rerun as any other. A search its budget stopped, or
+// one that named no partner or no role, settles nothing.
+std::set<std::string> settled_by_partners(const std::map<std::string, Localisation>& found, const std::vector<LoadedRun>& runs,
+                                          const std::string& receipt_id);
 
 }  // namespace evgate

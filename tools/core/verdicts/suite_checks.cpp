@@ -10,6 +10,7 @@
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
 #include "io/natural_order.hpp"
+#include "runs/alone_budget.hpp"
 #include "verdicts/counts.hpp"
 
 namespace evgate {
@@ -450,19 +451,28 @@ std::optional<LedgerRow> reuse_row(const GateInput& input) {
 // How far the alone pass has got: under ALONE AUTO it spends a budget per ctest, and the
 // tests it has not reached run alone in a later one on the same tree.
 std::optional<LedgerRow> alone_row(const GateInput& input) {
+    const auto alone_pass = [](const std::string& run, const std::string& order, Column column) {
+        const auto id = RunId::parse(run);
+        return column == Column::local && order == kAloneOrder && id && id->is_first() && id->is_plain();
+    };
+    // The matrix keeps no run's planned tests (run_matrix.hpp): a test ran alone where it has an
+    // attempt in a run of the pass. Asked per test only where the pass ran at all.
+    const auto& runs = input.runs.runs();
+    if (std::none_of(runs.begin(), runs.end(), [&](const LoadedRun& r) { return alone_pass(r.plan.id.str(), r.plan.order, r.plan.column); }))
+        return std::nullopt;
     std::set<std::string> alone;
-    for (const auto& run : input.runs.runs()) {
-        const auto id = run.plan.id.local();
-        if (run.plan.column == Column::local && run.plan.order == kAloneOrder && id && id->is_first() && id->is_plain() &&
-            run.plan.tests.size() == 1)
-            alone.insert(run.plan.tests.front());
+    for (const auto& test : input.receipt.tests) {
+        const auto attempts = input.runs.attempts(test.id);
+        if (std::any_of(attempts.begin(), attempts.end(), [&](const Attempt& a) { return alone_pass(a.run, a.order, a.column); }))
+            alone.insert(test.id);
     }
     const auto tests = input.receipt.tests.size();
     if (alone.empty() || alone.size() >= tests) return std::nullopt;
     return suite_row("alone-pass", Verdict::stable,
                      std::to_string(alone.size()) + " of " + std::to_string(tests) +
                          " tests have run alone, first after the collection; the others run alone in the next ctest runs on "
-                         "this tree (ALONE AUTO spends at most a quarter of the seed runs' time, or 5 s, per ctest)");
+                         "this tree (" +
+                         alone_budget_rule() + ")");
 }
 
 std::vector<LedgerRow> run_rows(const GateInput& input) {

@@ -19,6 +19,7 @@
 #include "inputs/run_id.hpp"
 #include "io/error.hpp"
 #include "machines/shards.hpp"
+#include "runs/alone_budget.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
 #include "runs/confirm_fresh.hpp"
@@ -373,30 +374,12 @@ std::set<std::string> kept_runs(const SuiteConfig& suite, const Receipt& receipt
     return kept;
 }
 
-// Tests a kept localisation found the partner of, whose every failure in this invocation's runs
-// that partner explains (a polluter set before it; for a brittle test, a state-setter missing):
-// the kept reruns told their order dependence from nondeterminism already, and a new order that
-// agrees with it calls for no rerun. A failure it does not explain is rerun as any other.
+// What a kept localisation settled (rerun_planner.hpp): none without kept evidence.
 std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& receipt, const std::vector<LoadedRun>& runs) {
-    std::set<std::string> settled;
-    if (receipt.kept.empty()) return settled;
-    for (const auto& [test, culprit] : load_culprits(suite, receipt.run_receipts())) {
-        const auto& f = culprit.found;
-        if (f.partners.empty() || f.budget_exhausted || f.role == Role::unknown) continue;
-        const auto explained = [&, &test = test](const LoadedRun& run) {
-            const auto result = run.records.results.find(test);
-            if (run.records.receipt != receipt.id || result == run.records.results.end() ||
-                outcome_class(result->second.outcome) != OutcomeClass::fail)
-                return true;
-            const auto& order = run.plan.tests;
-            const auto at = std::find(order.begin(), order.end(), test);
-            const bool all_before = std::all_of(f.partners.begin(), f.partners.end(),
-                                                [&](const std::string& p) { return std::find(order.begin(), at, p) != at; });
-            return f.role == Role::victim ? all_before : !all_before;
-        };
-        if (std::all_of(runs.begin(), runs.end(), explained)) settled.insert(test);
-    }
-    return settled;
+    if (receipt.kept.empty()) return {};
+    std::map<std::string, Localisation> found;
+    for (auto& [test, culprit] : load_culprits(suite, receipt.run_receipts())) found.emplace(test, std::move(culprit.found));
+    return settled_by_partners(found, runs, receipt.id);
 }
 
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id.str() == plan.order && plan.order != kAloneOrder; }
@@ -493,35 +476,6 @@ int cmd_rerun(Invocation& in) {
 
 namespace {
 
-// What one seed run takes, in seconds: the longest of the seed runs finished so far (this
-// invocation's and the kept ones), from its plan (written as it starts) to its records'
-// last write; nullopt before any.
-std::optional<double> seed_run_seconds(const SuiteConfig& suite, const Receipt& receipt) {
-    std::optional<double> longest;
-    for (std::uint64_t k = 0; k < receipt.orders.seeds; ++k) {
-        const auto id = RunId::seed(k);
-        std::error_code ec1, ec2;
-        const auto started = fs::last_write_time(plan_file(suite, id), ec1);
-        const auto ended = fs::last_write_time(records_file(suite, id), ec2);
-        if (ec1 || ec2) continue;
-        const auto seconds = std::chrono::duration<double>(ended - started).count();
-        longest = std::max(longest.value_or(0.0), seconds);
-    }
-    return longest;
-}
-
-// ALONE AUTO's budget: a quarter of what the seed runs of one ctest cost, and never less than
-// kAloneFloor (a small suite's whole pass costs a few seconds, and a brittle test that passes in
-// every seed is found only there); nullopt for no bound (ALONE ON, or no seed run to measure:
-// then the pass runs for a suite of up to 200 tests).
-std::optional<double> alone_budget(const SuiteConfig& suite, const Receipt& receipt) {
-    constexpr double kAloneFloor = 5.0;
-    if (suite.alone != "auto") return std::nullopt;
-    const auto seed = seed_run_seconds(suite, receipt);
-    if (!seed) return std::nullopt;
-    return std::max(kAloneFloor, 0.25 * (suite.seeds + 1) * *seed);
-}
-
 std::size_t count_failed_alone(const SuiteConfig& suite, const std::vector<RunPlan>& plans) {
     std::size_t failed = 0;
     for (const auto& plan : plans) {
@@ -544,16 +498,13 @@ std::size_t count_failed_alone(const SuiteConfig& suite, const std::vector<RunPl
 // earlier ctest's kept runs ran alone is not run again, and ALONE AUTO stops at its budget (the
 // rest run in the next ctest on the same tree).
 int cmd_alone(Invocation& in) {
-    // Without a seed run to measure, ALONE AUTO runs the pass for up to this many tests: at 20 to
-    // 150 ms a fork, more would cost more than the seeds of a suite of quick tests (docs/cost.md).
-    constexpr std::size_t kAutoLimit = 200;
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
     auto& store = in.store();
-    const auto budget = alone_budget(suite, receipt);
-    if (suite.alone == "off" || (suite.alone == "auto" && !budget && receipt.tests.size() > kAutoLimit)) {
+    const auto seed_seconds = seed_run_seconds(suite, receipt.orders.seeds);
+    if (!alone_pass_runs(suite.alone, seed_seconds.has_value(), receipt.tests.size())) {
         std::cout << "evgate: " << suite.name << ": the alone pass is off"
-                  << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) + " tests with no seed run to budget it by (ALONE AUTO: up to " + std::to_string(kAutoLimit) + "; ALONE ON runs it)")
+                  << (suite.alone == "off" ? " (ALONE OFF)" : " for " + std::to_string(receipt.tests.size()) + " tests with no seed run to budget it by (ALONE AUTO: up to " + std::to_string(kAloneAutoLimit) + "; ALONE ON runs it)")
                   << '\n';
         return 0;
     }
@@ -585,24 +536,30 @@ int cmd_alone(Invocation& in) {
         return 0;
     }
     // In chunks of a few runs a worker, until the budget is spent.
+    const auto budget = alone_budget(suite.alone, static_cast<std::uint64_t>(suite.seeds), seed_seconds, plans.size());
     const auto started = std::chrono::steady_clock::now();
     const std::size_t chunk = std::size_t{4} * std::max(1u, std::thread::hardware_concurrency());
     std::vector<RunPlan> ran;
     int status = 0;
+    const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    double last_chunk = 0;
     for (std::size_t at = 0; at < plans.size(); at += chunk) {
-        const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        if (budget && spent >= *budget) break;
+        if (!next_chunk_fits(budget, seconds_since(started), last_chunk)) break;
+        const auto chunk_started = std::chrono::steady_clock::now();
         std::vector<RunPlan> some(plans.begin() + static_cast<std::ptrdiff_t>(at),
                                   plans.begin() + static_cast<std::ptrdiff_t>(std::min(plans.size(), at + chunk)));
         status |= run_all(suite, receipt, store, some, /*quiet=*/true);
         ran.insert(ran.end(), some.begin(), some.end());
+        last_chunk = seconds_since(chunk_started);
     }
     std::cout << "evgate: " << suite.name << ": " << ran.size() << " test(s) run alone, first after the collection; "
               << count_failed_alone(suite, ran) << " failed or gave no result";
     if (kept > 0) std::cout << "; " << kept << " kept from an earlier ctest";
     if (ran.size() < plans.size())
-        std::cout << "; " << plans.size() - ran.size() << " left for the next ctest on this tree (ALONE AUTO spends at most a quarter of "
-                  << "the seed runs' time or 5 s, " << std::fixed << std::setprecision(1) << *budget << " s here)";
+        std::cout << "; " << plans.size() - ran.size() << " left for the next ctest on this tree (" << alone_budget_rule() << ": "
+                  << std::fixed << std::setprecision(1) << *budget << " s here)";
     std::cout << '\n';
     return status;
 }
