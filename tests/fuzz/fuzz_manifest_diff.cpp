@@ -1,7 +1,7 @@
 // Environment manifests from another machine: checked, flattened and diffed against a local one.
 #include "fuzz_support.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/manifest_diff.hpp"
+#include "machines/manifest_diff.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const auto local = evgate::parse_json(

@@ -42,7 +42,7 @@ void fill_outcomes(LedgerRow& row, int i, const std::vector<std::string>& column
         if (row.verdict == Verdict::interrupted) outcome = c == 4 ? "interrupted" : c > 4 ? "missing"
                                                                                           : "passed";
         if (row.verdict == Verdict::skipped) outcome = "skipped";
-        row.outcomes.emplace_back(columns[c], outcome);
+        row.outcomes.emplace_back(columns[c], parse_outcome(outcome).value());
     }
 }
 

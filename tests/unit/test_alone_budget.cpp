@@ -49,7 +49,8 @@ TEST_CASE("a seed run's time is from its plan to its records' last write, the lo
     suite.evidence_dir = dir.path;
     CHECK_FALSE(evgate::seed_run_seconds(suite, 3));  // none yet
     const auto now = fs::file_time_type::clock::now();
-    const auto written = [&](const std::string& id, double started_ago, double ended_ago) {
+    const auto written = [&](const std::string& name, double started_ago, double ended_ago) {
+        const auto id = evgate::RunId::of(name);
         evgate::test::write_text(evgate::plan_file(suite, id), "{}");
         evgate::test::write_text(evgate::records_file(suite, id), "");
         const auto ago = [&](double s) { return now - std::chrono::duration_cast<fs::file_time_type::duration>(std::chrono::duration<double>(s)); };
@@ -62,7 +63,7 @@ TEST_CASE("a seed run's time is from its plan to its records' last write, the lo
     REQUIRE(evgate::seed_run_seconds(suite, 3));
     CHECK(*evgate::seed_run_seconds(suite, 3) == Approx(3.0).margin(0.01));
     CHECK(*evgate::seed_run_seconds(suite, 1) == Approx(2.0).margin(0.01));  // seeds beyond the count are not asked
-    fs::remove(evgate::records_file(suite, "seed.1"));                       // a run under way: no time yet
+    fs::remove(evgate::records_file(suite, evgate::RunId::seed(1)));         // a run under way: no time yet
     CHECK(*evgate::seed_run_seconds(suite, 3) == Approx(2.0).margin(0.01));
 }
 

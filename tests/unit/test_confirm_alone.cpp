@@ -9,20 +9,28 @@
 
 using evgate::Column;
 using evgate::LoadedRun;
+using evgate::RunId;
 using evgate::runs_to_confirm;
 
 namespace {
+
+std::vector<std::string> named(const std::vector<RunId>& ids) {
+    std::vector<std::string> names;
+    for (const auto& id : ids) names.push_back(id.str());
+    return names;
+}
 
 // A run `id` of `order` whose lease token is its id; `outcomes` by test, in plan order.
 LoadedRun run(const std::string& id, const std::string& order, const std::vector<std::pair<std::string, std::string>>& outcomes,
               Column column = Column::local) {
     LoadedRun r;
-    r.plan.id = r.plan.lease = id;
+    r.plan.lease = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.order = order;
     r.plan.column = column;
     for (auto& [test, outcome] : outcomes) {
         r.plan.tests.push_back(test);
-        r.records.results[test].outcome = outcome;
+        r.records.results[test].outcome = evgate::parse_outcome(outcome).value();
     }
     return r;
 }
@@ -43,11 +51,11 @@ TEST_CASE("outcomes that differ only between runs side by side: the run with the
                                          run("seed.2", "seed.2", {{"a", "failed"}, {"b", "passed"}})};
     // Every outcome with a witness alone... none is: the failure and one pass are each seen again alone.
     const auto redo = runs_to_confirm(runs, side_by_side(kEveryRun), false);
-    CHECK(redo == std::vector<std::string>{"seed.0", "seed.2"});
+    CHECK(named(redo) == std::vector<std::string>{"seed.0", "seed.2"});
     // -j1: every seed ran alone; the same outcomes are believed as they stand.
     CHECK(runs_to_confirm(runs, side_by_side({}), false).empty());
     // The pass was seen alone: only the failure needs confirming.
-    CHECK(runs_to_confirm(runs, side_by_side({"seed.2"}), false) == std::vector<std::string>{"seed.2"});
+    CHECK(named(runs_to_confirm(runs, side_by_side({"seed.2"}), false)) == std::vector<std::string>{"seed.2"});
 }
 
 TEST_CASE("within one order, the rerun that differs is confirmed alone, the cheapest run first", "[confirm]") {
@@ -55,7 +63,7 @@ TEST_CASE("within one order, the rerun that differs is confirmed alone, the chea
         run("seed.2", "seed.2", {{"x", "passed"}, {"a", "passed"}, {"b", "passed"}}),  // alone, after its redo
         run("seed.2.rerun.1", "seed.2", {{"x", "passed"}, {"a", "failed"}}),
         run("seed.2.rerun.2", "seed.2", {{"x", "passed"}, {"a", "failed"}, {"b", "passed"}})};
-    CHECK(runs_to_confirm(runs, side_by_side({"seed.2.rerun.1", "seed.2.rerun.2"}), false) ==
+    CHECK(named(runs_to_confirm(runs, side_by_side({"seed.2.rerun.1", "seed.2.rerun.2"}), false)) ==
           std::vector<std::string>{"seed.2.rerun.1"});
     // A failure seen alone in that order: flaky as it stands.
     CHECK(runs_to_confirm(runs, side_by_side({"seed.2.rerun.2"}), false).empty());
@@ -74,10 +82,10 @@ TEST_CASE("a perturbed failure beside other runs is confirmed alone, a test fail
     const std::vector<LoadedRun> runs = {run("seed.0", "seed.0", {{"tz", "passed"}, {"broken", "failed"}}),
                                          run("alone.1", "alone", {{"broken", "failed"}}),
                                          run("perturbed", "perturbed", {{"tz", "failed"}, {"broken", "failed"}}, Column::perturbed)};
-    CHECK(runs_to_confirm(runs, side_by_side({"perturbed"}), false) == std::vector<std::string>{"perturbed"});
+    CHECK(named(runs_to_confirm(runs, side_by_side({"perturbed"}), false)) == std::vector<std::string>{"perturbed"});
     CHECK(runs_to_confirm(runs, side_by_side({"seed.0"}), false).empty());  // the gap was seen alone
     // "broken" fails in every local run, none alone: its cheapest run, alone.1, is done again.
-    CHECK(runs_to_confirm(runs, side_by_side({"seed.0", "alone.1"}), true) == std::vector<std::string>{"alone.1"});
+    CHECK(named(runs_to_confirm(runs, side_by_side({"seed.0", "alone.1"}), true)) == std::vector<std::string>{"alone.1"});
     CHECK(runs_to_confirm(runs, side_by_side({"seed.0", "alone.1"}), false).empty());
 }
 
@@ -103,7 +111,7 @@ TEST_CASE("a run overlapped another when their spans cross, whatever either did"
 TEST_CASE("a redo alone is a run of its own beside the first, and a run done again is never chosen again", "[confirm]") {
     LoadedRun seed2 = run("seed.2", "seed.2", {{"a", "failed"}, {"b", "passed"}});
     const auto apart = evgate::apart_plan(seed2.plan);
-    CHECK(apart.id == "seed.2.apart");
+    CHECK(apart.id.str() == "seed.2.apart");
     CHECK(apart.order == "seed.2");  // the same order: what it shows is weighed against seed.2's outcomes
     CHECK(apart.confirms == "seed.2");
     CHECK(apart.tests == seed2.plan.tests);
@@ -119,7 +127,7 @@ TEST_CASE("a redo alone is a run of its own beside the first, and a run done aga
     // Without the redo's word that it confirms seed.2, seed.2 would be chosen again (and again).
     auto unnamed = runs;
     unnamed[2].plan.confirms.clear();
-    CHECK(runs_to_confirm(unnamed, side_by_side({"seed.0", "seed.2"}), false) == std::vector<std::string>{"seed.2"});
+    CHECK(named(runs_to_confirm(unnamed, side_by_side({"seed.0", "seed.2"}), false)) == std::vector<std::string>{"seed.2"});
 }
 
 TEST_CASE("the redos witness every outcome at the least cost: one run for many tests, short runs for long tests", "[confirm]") {
@@ -131,12 +139,12 @@ TEST_CASE("the redos witness every outcome at the least cost: one run for many t
                                        run("first.3", "alone", {{"c", "passed"}})};
     const auto every_run = side_by_side({"seed.0", "seed.1", "first.1", "first.2", "first.3"});
     SECTION("quick tests: seed.0 witnesses the three passes, where each test's own run would cost three redos") {
-        CHECK(runs_to_confirm(runs, every_run, false) == std::vector<std::string>{"seed.0", "seed.1"});
+        CHECK(named(runs_to_confirm(runs, every_run, false)) == std::vector<std::string>{"seed.0", "seed.1"});
     }
     SECTION("a slow test beside them: three short runs cost less than the one that holds it") {
         runs[0].plan.tests.push_back("slow");
-        runs[0].records.results["slow"].outcome = "passed";
+        runs[0].records.results["slow"].outcome = evgate::Outcome::passed;
         runs[0].records.results["slow"].seconds = 10.0;
-        CHECK(runs_to_confirm(runs, every_run, false) == std::vector<std::string>{"seed.1", "first.1", "first.2", "first.3"});
+        CHECK(named(runs_to_confirm(runs, every_run, false)) == std::vector<std::string>{"seed.1", "first.1", "first.2", "first.3"});
     }
 }

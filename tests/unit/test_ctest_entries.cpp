@@ -22,7 +22,7 @@ LedgerRow row(std::string test, const std::string& verdict, const std::string& g
     r.verdict = verdict_named(verdict).value();
     r.gate = gate_named(gate).value();
     r.reason = std::move(reason);
-    r.outcomes = {{"seed.0", "failed"}, {"seed.1", "passed"}};
+    r.outcomes = {{"seed.0", Outcome::failed}, {"seed.1", Outcome::passed}};
     return r;
 }
 

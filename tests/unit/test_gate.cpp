@@ -15,12 +15,13 @@ namespace {
 LoadedRun finished_run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
                        const std::string& receipt_id = "r1") {
     LoadedRun r;
-    r.plan.id = r.plan.order = id;
+    r.plan.order = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.tests = std::move(order);
     SessionInfo session;
     session.rootdir = "/";
     r.records.sessions.push_back(session);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
     r.records.finished = true;
     r.records.receipt = receipt_id;
     return r;
@@ -93,7 +94,7 @@ TEST_CASE("suite rows block on runs that did not finish, are missing or come fro
     unfinished.records.finished = false;
     unfinished.records.finish_note = "gave up";
     LoadedRun stale;
-    stale.plan.id = "seed.2";
+    stale.plan.id = RunId::seed(2);
     stale.problem = "the run belongs to an earlier receipt (r0)";
     input.runs = {finished_run("seed.0", {"t::a"}, {{"t::a", "passed"}}), unfinished, stale};
     input.expected_runs = {"seed.0", "seed.1", "seed.2", "seed.3"};
@@ -356,7 +357,7 @@ TEST_CASE("every test skipped in every run is named, those whose reason points a
     for (const char* seed : {"seed.0", "seed.1"}) {
         auto r = finished_run(seed, ids, {});
         const auto skip = [&](const std::string& id, const std::string& message) {
-            r.records.results[id].outcome = "skipped";
+            r.records.results[id].outcome = Outcome::skipped;
             r.records.results[id].message = message;
         };
         skip("t::ini", "/b/evidence/s/sandbox/" + std::string(seed) + "/home/.myapp.ini is absent");
@@ -364,7 +365,7 @@ TEST_CASE("every test skipped in every run is named, those whose reason points a
         skip("t::env", "$HOME has no .netrc");
         skip("t::platform", "not on this platform");
         if (std::string(seed) == "seed.0") skip("t::sometimes", "needs ~/.config/app");
-        else r.records.results["t::sometimes"].outcome = "passed";
+        else r.records.results["t::sometimes"].outcome = Outcome::passed;
         skip("t::tmp", "TMPDIR is not writable");
         skip("t::brew", "HOMEBREW_PREFIX is not set");
         runs.add(r);

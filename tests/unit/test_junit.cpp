@@ -107,7 +107,7 @@ const std::vector<std::string> kAmbiguousIds = {"tests/test_a.py::TestB::test_c"
 
 std::string outcome(const JUnitRun& run, const std::string& id) {
     const auto it = run.results.find(id);
-    return it == run.results.end() ? "(no result)" : it->second.outcome;
+    return it == run.results.end() ? "(no result)" : std::string(to_string(it->second.outcome));
 }
 
 }  // namespace
@@ -224,6 +224,11 @@ TEST_CASE("read_junit rejects what is not a JUnit report, naming file and line",
     CHECK_THROWS_WITH(parse_junit("<testsuites/>", "r.xml", {}),
                       "r.xml:1: not a JUnit XML report: no <testsuite> element");
     CHECK_THROWS_AS(read_junit("/nonexistent/evgate/report.xml", {}), Error);
+    // evgate's own junit.xml: every attempt's outcome is a word it knows.
+    CHECK_THROWS_WITH(parse_junit("<testsuite>\n<testcase classname='t' name='a'>\n<properties>\n"
+                                  "<property name='outcomes' value='{\"seed.0\":\"passd\"}'/>\n</properties></testcase></testsuite>",
+                                  "r.xml", {"t.py::a"}),
+                      "r.xml:2: unknown outcome 'passd'");
 }
 
 TEST_CASE("read_junit reads a file", "[junit]") {

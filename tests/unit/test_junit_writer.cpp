@@ -21,7 +21,7 @@ namespace {
 LoadedRun run(const std::string& id, const std::string& order, std::uint64_t seed, std::map<std::string, TestResult> results,
               Column column = Column::local) {
     LoadedRun r;
-    r.plan.id = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.order = order;
     r.plan.seed = seed;
     r.plan.column = column;
@@ -31,8 +31,8 @@ LoadedRun run(const std::string& id, const std::string& order, std::uint64_t see
     return r;
 }
 
-TestResult failed(std::string message) { return {"failed", {}, std::move(message), {}}; }
-const TestResult kPassed{"passed", {}, {}, {}};
+TestResult failed(std::string message) { return {Outcome::failed, {}, std::move(message), {}}; }
+const TestResult kPassed{Outcome::passed, {}, {}, {}};
 
 LedgerRow row(std::string test, const std::string& verdict, const std::string& gate, const RunMatrix& runs) {
     LedgerRow r;
@@ -47,9 +47,9 @@ LedgerRow row(std::string test, const std::string& verdict, const std::string& g
 // Two seeds and a rerun here, a perturbed run, and a runner.
 RunMatrix matrix() {
     return RunMatrix{
-        run("seed.0", "seed.0", 0, {{"t.py::test_coin", kPassed}, {"t.py::TestA::test_b[1-x]", kPassed}, {"t.py::test_skip", {"skipped", {}, {}, {}}}, {"t.py::test_gap", kPassed}}),
-        run("seed.3", "seed.3", 3, {{"t.py::test_coin", failed("assert 1 == 2")}, {"t.py::TestA::test_b[1-x]", failed("stale config")}, {"t.py::test_skip", {"skipped", {}, {}, {}}}, {"t.py::test_gap", kPassed}}),
-        run("seed.3.rerun.1", "seed.3", 3, {{"t.py::test_coin", {"error", {}, "fixture broke", {}}}, {"t.py::TestA::test_b[1-x]", failed("stale config")}}),
+        run("seed.0", "seed.0", 0, {{"t.py::test_coin", kPassed}, {"t.py::TestA::test_b[1-x]", kPassed}, {"t.py::test_skip", {Outcome::skipped, {}, {}, {}}}, {"t.py::test_gap", kPassed}}),
+        run("seed.3", "seed.3", 3, {{"t.py::test_coin", failed("assert 1 == 2")}, {"t.py::TestA::test_b[1-x]", failed("stale config")}, {"t.py::test_skip", {Outcome::skipped, {}, {}, {}}}, {"t.py::test_gap", kPassed}}),
+        run("seed.3.rerun.1", "seed.3", 3, {{"t.py::test_coin", {Outcome::error, {}, "fixture broke", {}}}, {"t.py::TestA::test_b[1-x]", failed("stale config")}}),
         run("perturbed", "perturbed", 0, {{"t.py::test_gap", failed("tz")}}, Column::perturbed),
         run("ci-7:seed.0", "ci-7:seed.0", 0, {{"t.py::test_gap", kPassed}}, Column::runner),
     };
@@ -146,7 +146,7 @@ TEST_CASE("junit.xml: pytest's classname and name, the gate as the status, attem
 
 TEST_CASE("junit.xml: each case takes the median of its attempts' durations, each attempt its own", "[junit_writer]") {
     const auto timed = [](const char* outcome, double seconds, std::string message = {}) {
-        return TestResult{outcome, {}, std::move(message), {}, seconds};
+        return TestResult{parse_outcome(outcome).value(), {}, std::move(message), {}, seconds};
     };
     const RunMatrix runs{run("seed.0", "seed.0", 0, {{"t.py::test_a", timed("passed", 0.5)}, {"t.py::test_b", timed("passed", 0.25)}}),
                          run("seed.1", "seed.1", 1, {{"t.py::test_a", timed("failed", 2.0, "boom")}, {"t.py::test_b", timed("passed", 0.75)}}),
@@ -198,7 +198,7 @@ TEST_CASE("junit.xml: any node id, reason or message stays well-formed XML that 
     // Read back as a runner bundle, the case still finds its test, as pytest's own file would.
     const auto back = parse_junit(text, "junit.xml", {id});
     CHECK(back.unmapped.empty());
-    CHECK(back.attempts.at("seed.0").at(id).outcome == "failed");
+    CHECK(back.attempts.at("seed.0").at(id).outcome == Outcome::failed);
 }
 
 TEST_CASE("read_junit_head: the run's time, host and the receipt's facts from the file's first bytes", "[junit_writer]") {
@@ -234,9 +234,9 @@ TEST_CASE("runner bundles read evgate's junit.xml back attempt by attempt, its o
     CHECK(back.unmapped.empty());  // the suite row is not a test: not a case matching none
     CHECK(back.results.empty());
     REQUIRE(back.attempts.size() == 3);  // seed.0, seed.3, seed.3.rerun.1: not the perturbed run, not the runner
-    CHECK(back.attempts.at("seed.3").at("t.py::test_coin").outcome == "failed");
-    CHECK(back.attempts.at("seed.3.rerun.1").at("t.py::test_coin").outcome == "error");
-    CHECK(back.attempts.at("seed.0").at("t.py::test_skip").outcome == "skipped");
-    CHECK(back.attempts.at("seed.0").at("t.py::test_gap").outcome == "passed");
+    CHECK(back.attempts.at("seed.3").at("t.py::test_coin").outcome == Outcome::failed);
+    CHECK(back.attempts.at("seed.3.rerun.1").at("t.py::test_coin").outcome == Outcome::error);
+    CHECK(back.attempts.at("seed.0").at("t.py::test_skip").outcome == Outcome::skipped);
+    CHECK(back.attempts.at("seed.0").at("t.py::test_gap").outcome == Outcome::passed);
     CHECK(back.attempts.at("seed.3.rerun.1").count("t.py::test_gap") == 0);
 }

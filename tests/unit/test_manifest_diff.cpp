@@ -8,7 +8,7 @@
 
 #include "io/error.hpp"
 #include "io/json_io.hpp"
-#include "verdicts/manifest_diff.hpp"
+#include "machines/manifest_diff.hpp"
 
 using namespace evgate;
 namespace fs = std::filesystem;

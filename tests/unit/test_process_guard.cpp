@@ -31,7 +31,7 @@ RunRecords process(const std::vector<std::string>& started, const std::map<std::
                    std::vector<int> ends = {0}, std::vector<int> finals = {}, std::vector<int> finishes = {}) {
     RunRecords r;
     r.started = started;
-    for (const auto& [test, outcome] : outcomes) r.results[test].outcome = outcome;
+    for (const auto& [test, outcome] : outcomes) r.results[test].outcome = parse_outcome(outcome).value();
     r.exit_statuses = std::move(ends);
     r.final_statuses = finals.empty() ? r.exit_statuses : std::move(finals);
     r.finish_statuses = std::move(finishes);

@@ -104,9 +104,9 @@ TEST_CASE("the fork server's requests are the protocol file's", "[protocol]") {
 // flag, `"event"` or `"op"`, or an event named to a record writer (`reason_record("status", ...)`)
 // in evgate's sources is a second spelling that can drift.
 TEST_CASE("no source of evgate spells a protocol name by hand", "[protocol]") {
-    // inputs/shards.cpp rewrites `finished` records with a regex over their text (issue 27,
+    // machines/shards.cpp rewrites `finished` records with a regex over their text (issue 27,
     // item 3, replaces it with typed records).
-    const std::vector<std::string> known = {"inputs/shards.cpp"};
+    const std::vector<std::string> known = {"machines/shards.cpp"};
     const std::regex spelled(R"re("--evidence-gate-|\\?"(event|op)\\?"|reason_record\(")re");
     const fs::path core = fs::path(EVIDENCE_GATE_SOURCE_DIR) / "tools" / "core";
     int files = 0;

@@ -5,15 +5,17 @@
 using evgate::LoadedRun;
 using evgate::plan_reruns;
 using evgate::RerunLimits;
+using evgate::RunId;
 
 namespace {
 
 LoadedRun run(int seed, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes) {
     LoadedRun r;
-    r.plan.id = r.plan.order = "seed." + std::to_string(seed);
+    r.plan.id = RunId::seed(static_cast<std::uint64_t>(seed));
+    r.plan.order = r.plan.id.str();
     r.plan.seed = static_cast<std::uint64_t>(seed);
     r.plan.tests = std::move(order);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = evgate::parse_outcome(outcome).value();
     return r;
 }
 
@@ -32,12 +34,12 @@ TEST_CASE("a test whose outcome differs between orders reruns a prefix of those 
     limits.reruns = 2;
     const auto plans = plan_reruns(runs, limits);
     REQUIRE(plans.size() == 4);
-    CHECK(plans[0].id == "seed.0.rerun.1");
+    CHECK(plans[0].id.str() == "seed.0.rerun.1");
     CHECK(plans[0].order == "seed.0");
     CHECK(plans[0].seed == 0);
     CHECK(plans[0].tests == std::vector<std::string>{"a", "b"});  // up to the suspicious test
-    CHECK(plans[1].id == "seed.0.rerun.2");
-    CHECK(plans[2].id == "seed.1.rerun.1");
+    CHECK(plans[1].id.str() == "seed.0.rerun.2");
+    CHECK(plans[2].id.str() == "seed.1.rerun.1");
     CHECK(plans[2].tests == std::vector<std::string>{"c", "b"});
 }
 
@@ -66,19 +68,19 @@ TEST_CASE("reruns a kept run already holds are not planned again; longer ones ar
     std::vector<LoadedRun> kept = {run(0, {"a", "b", "c"}, {{"a", "passed"}, {"b", "failed"}, {"c", "passed"}}),
                                    run(1, {"c", "b", "a"}, {{"a", "passed"}, {"b", "passed"}, {"c", "passed"}})};
     LoadedRun rerun = run(0, {"a", "b"}, {{"a", "passed"}, {"b", "failed"}});
-    rerun.plan.id = "seed.0.rerun.1";
+    rerun.plan.id = RunId::of("seed.0.rerun.1");
     kept.push_back(rerun);
     LoadedRun alone;
-    alone.plan.id = "alone.1";
+    alone.plan.id = RunId::of("alone.1");
     alone.plan.order = "alone";
     alone.plan.tests = {"x"};
     kept.push_back(alone);
 
     std::vector<evgate::RunPlan> planned(4);
-    planned[0].id = "seed.0.rerun.1", planned[0].order = "seed.0", planned[0].tests = {"a", "b"};       // as far: dropped
-    planned[1].id = "seed.0.rerun.2", planned[1].order = "seed.0", planned[1].tests = {"a", "b", "c"};  // new id: kept
-    planned[2].id = "seed.1.rerun.1", planned[2].order = "seed.1", planned[2].tests = {"c", "b"};       // new: as planned
-    planned[3].id = "alone.1", planned[3].order = "alone", planned[3].tests = {"y"};                    // another test
+    planned[0].id = RunId::of("seed.0.rerun.1"), planned[0].order = "seed.0", planned[0].tests = {"a", "b"};       // as far: dropped
+    planned[1].id = RunId::of("seed.0.rerun.2"), planned[1].order = "seed.0", planned[1].tests = {"a", "b", "c"};  // new id: kept
+    planned[2].id = RunId::of("seed.1.rerun.1"), planned[2].order = "seed.1", planned[2].tests = {"c", "b"};       // new: as planned
+    planned[3].id = RunId::of("alone.1"), planned[3].order = "alone", planned[3].tests = {"y"};                    // another test
     auto further = planned[0];
     further.tests = {"a", "b", "c"};  // the same id, further into the order: numbered after the kept ones
     planned.push_back(further);
@@ -88,7 +90,7 @@ TEST_CASE("reruns a kept run already holds are not planned again; longer ones ar
 
     const auto left = evgate::not_run_yet(planned, kept);
     std::vector<std::string> ids;
-    for (const auto& plan : left) ids.push_back(plan.id);
+    for (const auto& plan : left) ids.push_back(plan.id.str());
     CHECK(ids == std::vector<std::string>{"seed.0.rerun.2", "seed.1.rerun.1", "alone.2", "seed.0.rerun.3"});
     CHECK(left[2].tests == std::vector<std::string>{"y"});
     CHECK(left[3].tests == std::vector<std::string>{"a", "b", "c"});

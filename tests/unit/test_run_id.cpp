@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a run id is read back byte for byte, whatever its kind and suffixes", "[run_id]") {
     for (const char* text : {"seed.0", "seed.12", "seed.18446744073709551615", "first.1", "alone.3", "sweep.2", "perturbed",
-                             "probe", "seed.3.rerun.1", "seed.3.rerun.1.apart", "seed.1.rerun.1.fresh.7", "first.2.fresh.1",
+                             "probe", "replay", "seed.3.rerun.1", "seed.3.rerun.1.apart", "seed.1.rerun.1.fresh.7", "first.2.fresh.1",
                              "sweep.1.rerun.2", "seed.2.apart", "perturbed.apart", "seed.0.rerun.10.rerun.2"}) {
         INFO(text);
         const auto id = RunId::parse(text);
@@ -34,6 +34,8 @@ TEST_CASE("a run id is built from its kind, number and suffixes", "[run_id]") {
     CHECK(RunId::sweep(4).str() == "sweep.4");
     CHECK(RunId::perturbed().str() == "perturbed");
     CHECK(RunId::probe().str() == "probe");
+    CHECK(RunId::replay().str() == "replay");
+    CHECK(RunId().str().empty());  // a plan not named yet
     CHECK(RunId::seed(12).rerun(3).str() == "seed.12.rerun.3");
     CHECK(RunId::seed(12).rerun(3).apart().str() == "seed.12.rerun.3.apart");
     CHECK(RunId::seed(3).fresh(2).str() == "seed.3.fresh.2");
@@ -80,6 +82,36 @@ TEST_CASE("anything else is no run id", "[run_id]") {
         CHECK_FALSE(RunId::parse(text));
     }
     CHECK_THROWS_WITH(RunId::of("ci:seed.1"), "not a run id: 'ci:seed.1'");
+    CHECK_FALSE(RunId::parse("replay.1"));
+}
+
+TEST_CASE("another machine's run is its id there under the runner's name, or the runner's name alone", "[run_id]") {
+    const auto bundle = RunId::seed(3).rerun(1).on("ci-host");
+    CHECK(bundle.str() == "ci-host:seed.3.rerun.1");
+    CHECK(bundle.runner() == "ci-host");
+    CHECK(bundle.kind() == RunId::Kind::seed);
+    CHECK_FALSE(bundle.local());  // what RunId::parse says of its text
+    CHECK(RunId::seed(3).local() == RunId::seed(3));
+    CHECK(bundle.base().str() == "ci-host:seed.3");
+    for (const char* text : {"ci-host:seed.3.rerun.1", "mac-shard-2-of-3:perturbed", "a:b:first.2", "ci:replay"}) {
+        INFO(text);
+        const auto id = RunId::parse_any(text);
+        REQUIRE(id);
+        CHECK(id->str() == text);
+        CHECK_FALSE(RunId::parse(text));
+    }
+    CHECK(RunId::parse_any("seed.1") == RunId::seed(1));
+    CHECK(RunId::parse_any("a:b:first.2")->runner() == "a:b");  // a JUnit runner's run of a bundle: the last name is the id's
+    CHECK(RunId::seed(0).on("ci").on("junit-host").str() == "junit-host:ci:seed.0");
+    for (const char* text : {":seed.1", "ci:", "ci:seed", "ci-host", "ci:host:x"}) {
+        INFO("'" << text << "'");
+        CHECK_FALSE(RunId::parse_any(text));
+    }
+    const auto junit = RunId::runner_run("ci-mac");  // a plain JUnit report: one run, named for its runner
+    CHECK(junit.str() == "ci-mac");
+    CHECK(junit.runner() == "ci-mac");
+    CHECK_FALSE(junit.local());
+    CHECK_FALSE(RunId().local());
 }
 
 TEST_CASE("outcome words are read back as they are written, and each says what it does of the test", "[outcome]") {
@@ -91,14 +123,15 @@ TEST_CASE("outcome words are read back as they are written, and each says what i
         INFO(word);
         CHECK(words.insert(word).second);
         CHECK(parse_outcome(word) == outcome);
-        CHECK(is(word, outcome));
-        CHECK(outcome_class(word) == cls);
+        CHECK(read_outcome(word, "records.jsonl", 3) == outcome);
+        CHECK(outcome_class(outcome) == cls);
     }
     CHECK(to_string(Outcome::passed) == "passed");
     CHECK(to_string(Outcome::uncalled) == "uncalled");
     CHECK_FALSE(parse_outcome("PASSED"));
     CHECK_FALSE(parse_outcome("pass"));
-    CHECK(outcome_class("no such outcome") == OutcomeClass::none);
+    CHECK_THROWS_WITH(read_outcome("PASSED", "runs/seed.0.jsonl", 7), "runs/seed.0.jsonl:7: unknown outcome 'PASSED'");
+    CHECK(TestResult{}.outcome == Outcome::missing);  // no result until one is read
     CHECK(to_string(OutcomeClass::pass) == "pass");
     CHECK(to_string(OutcomeClass::fail) == "fail");
     CHECK(to_string(OutcomeClass::skip) == "skip");
@@ -155,8 +188,8 @@ std::vector<std::pair<int, std::string>> string_literals(const std::string& text
 }
 
 bool spells_a_run_id_or_outcome(const std::string& literal) {
-    static const std::set<std::string> words{"passed", "failed", "error", "skipped", "xfailed", "xpassed", "uncalled",
-                                             "interrupted", "missing", "pass", "fail", "skip", "perturbed", "alone", "probe"};
+    static const std::set<std::string> words{"passed", "failed", "error", "skipped", "xfailed", "xpassed", "uncalled", "interrupted",
+                                             "missing", "pass", "fail", "skip", "perturbed", "alone", "probe", "replay"};
     if (words.count(literal)) return true;
     for (const char* kind : {"seed.", "first.", "alone.", "sweep."})
         if (literal.rfind(kind, 0) == 0) return true;
@@ -183,16 +216,15 @@ TEST_CASE("no file of tools/core spells a run id or an outcome word but the type
         {"verdicts/verdict_table.cpp", "alone"},        // how a verdict is reproduced (Reproduce::alone)
         {"cli/cli.cpp", "perturbed"},                   // command names
         {"cli/cli.cpp", "alone"},
+        {"cli/cli.cpp", "replay"},
         {"inputs/suite_config.cpp", "alone"},           // the ALONE option's key in suite.json
-        {"inputs/evidence_layout.hpp", "interrupted"},  // a folder of the evidence directory
-        {"inputs/junit.cpp", "error"},                  // JUnit XML element names
+        {"inputs/evidence_layout.hpp", "interrupted"},  // folders of the evidence directory
+        {"inputs/evidence_layout.hpp", "replay"},
+        {"inputs/junit.cpp", "error"},  // JUnit XML element names
         {"inputs/junit.cpp", "skipped"},
-        {"reports/junit_writer.cpp", "skipped"},    // a JUnit XML attribute name
-        {"reports/report_heat_map.cpp", "passed"},  // the legend's text for people
-        {"reports/report_heat_map.cpp", "failed"},
-        {"reports/report_heat_map.cpp", "skipped"},
-        {"reports/report_html.cpp", "pass"},  // an English verb ("... pass")
-        {"runs/column.cpp", "perturbed"},     // the perturbed run's column name
+        {"reports/junit_writer.cpp", "skipped"},  // a JUnit XML attribute name
+        {"reports/report_html.cpp", "pass"},      // an English verb ("... pass")
+        {"runs/column.cpp", "perturbed"},         // the perturbed run's column name
     };
     std::set<std::pair<std::string, std::string>> used;
     std::size_t files = 0;

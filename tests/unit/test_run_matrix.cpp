@@ -2,8 +2,8 @@
 
 #include "io/atomic_file.hpp"
 #include "io/json_io.hpp"
+#include "runs/run_matrix.hpp"
 #include "support.hpp"
-#include "verdicts/run_matrix.hpp"
 
 using namespace evgate;
 using evgate::test::TempDir;
@@ -13,10 +13,11 @@ namespace {
 LoadedRun run(const std::string& id, std::vector<std::string> order, const std::map<std::string, std::string>& outcomes,
               Column column = Column::local) {
     LoadedRun r;
-    r.plan.id = r.plan.order = id;
+    r.plan.order = id;
+    r.plan.id = RunId::parse_any(id).value_or(RunId::runner_run(id));
     r.plan.column = column;
     r.plan.tests = std::move(order);
-    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = outcome;
+    for (auto& [test, outcome] : outcomes) r.records.results[test].outcome = parse_outcome(outcome).value();
     r.records.finished = true;
     r.records.receipt = "r1";
     return r;
@@ -24,15 +25,15 @@ LoadedRun run(const std::string& id, std::vector<std::string> order, const std::
 
 std::vector<std::string> shown(const std::vector<Attempt>& attempts) {
     std::vector<std::string> out;
-    for (const auto& a : attempts) out.push_back(a.run + "=" + a.outcome + (a.message.empty() ? "" : ":" + a.message));
+    for (const auto& a : attempts) out.push_back(a.run + "=" + std::string(to_string(a.outcome)) + (a.message.empty() ? "" : ":" + a.message));
     return out;
 }
 
 // A run's files as the harness and the plugin leave them: plan, then records in its order, the
 // `finished` record sealing what came before it.
 void write_run(const TempDir& dir, const LoadedRun& r, const std::string& records) {
-    write_plan(dir.path / (r.plan.id + ".plan.json"), r.plan);
-    write_file_atomic(dir.path / (r.plan.id + ".jsonl"), test::sealed(records));
+    write_plan(dir.path / (r.plan.id.str() + ".plan.json"), r.plan);
+    write_file_atomic(dir.path / (r.plan.id.str() + ".jsonl"), test::sealed(records));
 }
 
 std::string result(const std::string& test, const std::string& outcome, const std::string& extra = "") {
@@ -65,7 +66,7 @@ TEST_CASE("attempts: one per planned place, in run order, with what the records 
     CHECK(shown(matrix.attempts("t::c")) == std::vector<std::string>{"seed.1=missing"});  // a runner without a result says nothing
     CHECK(matrix.attempts("t::never").empty());
     CHECK(matrix.outcomes(matrix.find("t::a")) ==
-          std::vector<std::pair<std::string, std::string>>{{"seed.0", "passed"}, {"seed.1", "interrupted"}, {"seed.0.rerun.1", "passed"}, {"seed.0.rerun.1", "passed"}});
+          std::vector<std::pair<std::string, Outcome>>{{"seed.0", Outcome::passed}, {"seed.1", Outcome::interrupted}, {"seed.0.rerun.1", Outcome::passed}, {"seed.0.rerun.1", Outcome::passed}});
 }
 
 TEST_CASE("only the message of a failure or skip is kept, and a run with a problem has no attempts", "[run_matrix]") {
@@ -123,7 +124,7 @@ TEST_CASE("runs streamed from their files give the attempts the harness reads", 
     for (auto& r : load_runs(dir.path, {"r1"})) held.add(std::move(r));
     REQUIRE(streamed.size() == 5);
     std::vector<std::string> ids;
-    for (const auto& r : streamed.runs()) ids.push_back(r.plan.id);
+    for (const auto& r : streamed.runs()) ids.push_back(r.plan.id.str());
     CHECK(ids == std::vector<std::string>{"seed.0", "seed.1", "seed.2", "seed.10", "alone.1"});
     CHECK_THAT(streamed.runs()[2].problem, Catch::Contains("earlier receipt"));
     for (const char* test : {"t::a", "t::b", "t::c", "t::x"}) {

@@ -66,7 +66,7 @@ TEST_CASE("run records read the same, compact or spaced", "[run_records]") {
         CHECK(run.sessions[0].absent == std::vector<std::string>{"t::gone"});
         CHECK(run.started == std::vector<std::string>{"t::a", "t::b"});
         REQUIRE(run.results.count("t::a"));
-        CHECK(run.results.at("t::a").outcome == "failed");
+        CHECK(run.results.at("t::a").outcome == Outcome::failed);
         CHECK(run.results.at("t::a").dirty == std::vector<std::string>{"db"});
         CHECK(run.results.at("t::a").message == "assert 1 == 2");
         CHECK(run.interrupted.at("t::b") == "killed by signal 9");
@@ -88,6 +88,7 @@ TEST_CASE("a run's records that are not records name file, line and value", "[ru
     CHECK_THROWS_WITH(read(dir, "{\"event\":\"begin\"}\n"), file + ":1: unknown record event 'begin'");
     CHECK_THROWS_WITH(read(dir, "[1, 2]\n"), file + ":1: unknown record event ''");
     CHECK_THROWS_WITH(read(dir, "\n{\"event\":\"result\",\"test\":\"t::a\",\"outcome\":3}\n"), file + ":2: 'outcome' is not a string");
+    CHECK_THROWS_WITH(read(dir, "{\"event\":\"result\",\"test\":\"t::a\",\"outcome\":\"pass\"}\n"), file + ":1: unknown outcome 'pass'");
     CHECK_THROWS_WITH(read(dir, "{\"event\":\"start\"}\n"), file + ":1: missing string 'test'");
     CHECK_THROWS_WITH(read(dir, "{\"event\":\"result\",\"test\":\"t::a\",\"outcome\":\"passed\",\"dirty\":[1]}\n"),
                       file + ":1: 'dirty' holds a non-string");
@@ -106,7 +107,7 @@ TEST_CASE("a later result of a test replaces the earlier, and members of other e
                                "\n"
                                R"({"event":"session","collected":"many"})"
                                "\n");
-    CHECK(run.results.at("t::a").outcome == "passed");
+    CHECK(run.results.at("t::a").outcome == Outcome::passed);
     CHECK(run.results.at("t::a").message.empty());
     CHECK(run.exit_statuses.empty());
     CHECK(run.sessions.at(0).collected == 0);

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "inputs/shards.hpp"
+#include "machines/shards.hpp"
 #include "runs/receipt_sources.hpp"
 #include "support.hpp"
 

@@ -9,19 +9,19 @@ using evgate::Verdict;
 
 namespace {
 
-Attempt attempt(std::string run, std::string order, std::string outcome, std::vector<std::string> dirty = {}) {
+Attempt attempt(std::string run, std::string order, const std::string& outcome, std::vector<std::string> dirty = {}) {
     Attempt a;
     a.run = std::move(run);
     a.order = std::move(order);
-    a.outcome = std::move(outcome);
+    a.outcome = evgate::parse_outcome(outcome).value();
     a.dirty = std::move(dirty);
     return a;
 }
 
-Attempt seed(int k, std::string outcome) { return attempt("seed." + std::to_string(k), "seed." + std::to_string(k), std::move(outcome)); }
+Attempt seed(int k, const std::string& outcome) { return attempt("seed." + std::to_string(k), "seed." + std::to_string(k), outcome); }
 
-Attempt remote(const std::string& run, std::string outcome, Column column = Column::runner) {
-    auto a = attempt(run, run, std::move(outcome));
+Attempt remote(const std::string& run, const std::string& outcome, Column column = Column::runner) {
+    auto a = attempt(run, run, outcome);
     a.column = column;
     return a;
 }
@@ -133,8 +133,8 @@ Attempt forked(Attempt a) {
     return a;
 }
 
-Attempt fresh(std::string run, std::string order, std::string outcome, std::vector<std::string> dirty = {}) {
-    auto a = attempt(std::move(run), std::move(order), std::move(outcome), std::move(dirty));
+Attempt fresh(std::string run, std::string order, const std::string& outcome, std::vector<std::string> dirty = {}) {
+    auto a = attempt(std::move(run), std::move(order), outcome, std::move(dirty));
     a.fresh = true;
     return a;
 }
@@ -236,8 +236,8 @@ TEST_CASE("a change a test does not make alone in a fresh process is not blamed 
 }
 
 TEST_CASE("a test that fails only beside other runs, and passes each time they are done again alone, collides", "[triage]") {
-    const auto beside = [](std::string run, std::string order, std::string outcome) {
-        auto a = attempt(std::move(run), std::move(order), std::move(outcome));
+    const auto beside = [](std::string run, std::string order, const std::string& outcome) {
+        auto a = attempt(std::move(run), std::move(order), outcome);
         a.beside = true;
         return a;
     };

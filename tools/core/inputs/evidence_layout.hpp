@@ -1,6 +1,6 @@
 // The evidence directory's layout: every file and folder name under evidence/<name>/, spelled
 // here once. The same names hold in every copy of an evidence directory: a shard or a runner
-// bundle handed over by another machine (inputs/shards, inputs/runner_bundles) and an entry of
+// bundle handed over by another machine (machines/shards, machines/runner_bundles) and an entry of
 // the history archive (reports/history_archive). A path is the directory joined with a name:
 // `suite.evidence_dir / evidence::kLedger`, `runs_dir / evidence::plan_name(id)`.
 //

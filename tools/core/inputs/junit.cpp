@@ -137,26 +137,25 @@ private:
 
 // How much a testcase element's outcome outweighs another's for the same test: pytest writes a
 // teardown error of a failed test as a second <testcase>, and the failure is what happened.
-int weight(std::string_view outcome) {
+int weight(Outcome outcome) {
     constexpr Outcome order[] = {Outcome::passed, Outcome::skipped, Outcome::xfailed, Outcome::error, Outcome::failed};
-    return static_cast<int>(std::find_if(std::begin(order), std::end(order), [&](Outcome o) { return is(outcome, o); }) -
-                            std::begin(order));
+    return static_cast<int>(std::find(std::begin(order), std::end(order), outcome) - std::begin(order));
 }
 
-std::string_view outcome_of_child(const tinyxml2::XMLElement& child) {
+std::optional<Outcome> outcome_of_child(const tinyxml2::XMLElement& child) {
     const std::string_view tag = child.Name();
-    if (tag == "failure") return to_string(Outcome::failed);
-    if (tag == "error") return to_string(Outcome::error);
-    if (tag == "skipped") return to_string(attribute(child, "type") == "pytest.xfail" ? Outcome::xfailed : Outcome::skipped);
-    return {};  // system-out, properties, ...
+    if (tag == "failure") return Outcome::failed;
+    if (tag == "error") return Outcome::error;
+    if (tag == "skipped") return attribute(child, "type") == "pytest.xfail" ? Outcome::xfailed : Outcome::skipped;
+    return std::nullopt;  // system-out, properties, ...
 }
 
 TestResult result_of(const tinyxml2::XMLElement& testcase) {
-    TestResult result{std::string(to_string(Outcome::passed)), {}, {}, {}};
+    TestResult result{Outcome::passed, {}, {}, {}};
     for (const auto* child = testcase.FirstChildElement(); child != nullptr; child = child->NextSiblingElement()) {
         const auto outcome = outcome_of_child(*child);
-        if (outcome.empty() || weight(outcome) <= weight(result.outcome)) continue;
-        result.outcome = std::string(outcome);
+        if (!outcome || weight(*outcome) <= weight(result.outcome)) continue;
+        result.outcome = *outcome;
         const auto message = attribute(*child, "message");
         result.message = std::string(message.substr(0, message.find('\n')));  // one line, as run records keep it
     }
@@ -236,7 +235,8 @@ private:
             if (!outcome.IsString()) throw InputError(source_, line, "property outcomes holds a non-string");
             const std::string run_id(run.GetString(), run.GetStringLength());
             if (local_runs_ && !local_runs_->count(run_id)) continue;  // its perturbed run, its own runners
-            run_.attempts[run_id][id] = TestResult{std::string(outcome.GetString(), outcome.GetStringLength()), {}, {}, {}};
+            const std::string_view word(outcome.GetString(), outcome.GetStringLength());
+            run_.attempts[run_id][id] = TestResult{read_outcome(word, source_, line), {}, {}, {}};
         }
     }
 };

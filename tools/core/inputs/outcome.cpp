@@ -1,5 +1,7 @@
 #include "inputs/outcome.hpp"
 
+#include "io/error.hpp"
+
 namespace evgate {
 
 std::optional<Outcome> parse_outcome(std::string_view word) {
@@ -9,10 +11,13 @@ std::optional<Outcome> parse_outcome(std::string_view word) {
     return std::nullopt;
 }
 
-OutcomeClass outcome_class(std::string_view outcome) {
-    const auto o = parse_outcome(outcome);
-    if (!o) return OutcomeClass::none;
-    switch (*o) {
+Outcome read_outcome(std::string_view word, const std::string& source, int line) {
+    if (const auto outcome = parse_outcome(word)) return *outcome;
+    throw InputError(source, line, "unknown outcome " + quote(std::string(word)));
+}
+
+OutcomeClass outcome_class(Outcome outcome) {
+    switch (outcome) {
         case Outcome::passed:
         case Outcome::xfailed:
         case Outcome::xpassed: return OutcomeClass::pass;

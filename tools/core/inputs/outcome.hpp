@@ -1,6 +1,7 @@
 // A test's outcome in one run: the words pytest's plugin sends in its records (and evgate's
 // junit.xml carries back), spelled here once, and what each says about the test (its class).
-// Records keep the word as read (TestResult, below); every file that asks what it means asks here.
+// Every file that reads an outcome word parses it here (a word that is none is an error naming
+// the file and line); everything after that holds an Outcome, and prints it with to_string().
 #pragma once
 
 #include <optional>
@@ -39,23 +40,24 @@ constexpr std::string_view to_string(Outcome outcome) {
     return {};
 }
 std::optional<Outcome> parse_outcome(std::string_view word);
-// `word` is the outcome's word (an unknown word is none of them).
-inline bool is(std::string_view word, Outcome outcome) { return word == to_string(outcome); }
+// The outcome `word` names, read from `source` at `line`: anything else throws InputError naming
+// them and the word.
+Outcome read_outcome(std::string_view word, const std::string& source, int line);
 
 // What an outcome says about the test: passed, xfailed and xpassed pass; failed and error fail;
-// skipped skips; the rest (and a word that is no outcome) have no result. In the order of their
-// words, so that maps keyed by class keep the order they had when keyed by word.
+// skipped skips; the rest have no result. In the order of their words, so that maps keyed by
+// class keep the order they had when keyed by word.
 enum class OutcomeClass { none,
                           fail,
                           pass,
                           skip };
-OutcomeClass outcome_class(std::string_view outcome);
+OutcomeClass outcome_class(Outcome outcome);
 std::string_view to_string(OutcomeClass cls);  // "pass" "fail" "skip", "" for none
 
 // One test's result in one run, as its records (or a JUnit file) give it.
 struct TestResult {
-    std::string outcome;             // the word as read: passed failed error skipped xfailed xpassed
-    std::vector<std::string> dirty;  // groups it changed without declaring them
+    Outcome outcome = Outcome::missing;  // as the plugin sends it: passed failed error skipped xfailed xpassed uncalled
+    std::vector<std::string> dirty;      // groups it changed without declaring them
     std::string message;
     std::vector<std::string> changed;  // every group it changed, declared or not
     double seconds = -1;               // setup, call and teardown, as pytest measured them; -1: not said

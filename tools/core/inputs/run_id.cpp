@@ -2,6 +2,7 @@
 
 #include <array>
 #include <limits>
+#include <ostream>
 #include <utility>
 
 #include "io/error.hpp"
@@ -9,13 +10,14 @@
 namespace evgate {
 namespace {
 
-constexpr std::array<std::pair<RunId::Kind, std::string_view>, 6> kKinds{{
+constexpr std::array<std::pair<RunId::Kind, std::string_view>, 7> kKinds{{
     {RunId::Kind::seed, "seed"},
     {RunId::Kind::first, "first"},
     {RunId::Kind::alone, "alone"},
     {RunId::Kind::sweep, "sweep"},
     {RunId::Kind::perturbed, "perturbed"},
     {RunId::Kind::probe, "probe"},
+    {RunId::Kind::replay, "replay"},
 }};
 
 constexpr std::array<std::pair<RunId::Step, std::string_view>, 3> kSteps{{
@@ -24,7 +26,7 @@ constexpr std::array<std::pair<RunId::Step, std::string_view>, 3> kSteps{{
     {RunId::Step::fresh, "fresh"},
 }};
 
-bool numbered(RunId::Kind kind) { return kind != RunId::Kind::perturbed && kind != RunId::Kind::probe; }
+bool numbered(RunId::Kind kind) { return kind != RunId::Kind::perturbed && kind != RunId::Kind::probe && kind != RunId::Kind::replay; }
 bool numbered(RunId::Step step) { return step != RunId::Step::apart; }
 
 // The next dot-separated word of `text` from `at`, moving `at` past it and its dot.
@@ -92,13 +94,41 @@ std::optional<RunId> RunId::parse(std::string_view text) {
     return id;
 }
 
+std::optional<RunId> RunId::parse_any(std::string_view text) {
+    const auto colon = text.rfind(':');  // a runner's name may hold one; an id of this machine never does
+    if (colon == std::string_view::npos) return parse(text);
+    auto id = parse(text.substr(colon + 1));
+    if (!id || colon == 0) return std::nullopt;
+    id->runner_ = std::string(text.substr(0, colon));
+    return id;
+}
+
+RunId RunId::runner_run(std::string runner) {
+    RunId id;
+    id.runner_ = std::move(runner);
+    return id;
+}
+
+RunId RunId::on(const std::string& runner) const {
+    RunId id = *this;
+    id.runner_ = runner_.empty() ? runner : runner + ":" + runner_;
+    return id;
+}
+
+std::optional<RunId> RunId::local() const {
+    if (!runner_.empty() || kind_ == Kind::none) return std::nullopt;
+    return *this;
+}
+
 RunId RunId::of(std::string_view text) {
     if (auto id = parse(text)) return *id;
     throw Error("not a run id: " + quote(std::string(text)));
 }
 
 std::string RunId::str() const {
-    std::string text(name_of(kKinds, kind_));
+    if (kind_ == Kind::none) return runner_;
+    std::string text = runner_.empty() ? std::string() : runner_ + ":";
+    text += name_of(kKinds, kind_);
     if (numbered(kind_)) text += "." + std::to_string(number_);
     for (const auto& suffix : suffixes_) {
         text += ".";
@@ -106,6 +136,12 @@ std::string RunId::str() const {
         if (numbered(suffix.step)) text += "." + std::to_string(suffix.number);
     }
     return text;
+}
+
+RunId RunId::base() const {
+    RunId id = *this;
+    id.suffixes_.clear();
+    return id;
 }
 
 bool RunId::has(Step step) const {
@@ -129,5 +165,7 @@ RunId RunId::with(Suffix suffix) const {
     id.suffixes_.push_back(suffix);
     return id;
 }
+
+std::ostream& operator<<(std::ostream& out, const RunId& id) { return out << id.str(); }
 
 }  // namespace evgate

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "io/timestamp.hpp"
-#include "verdicts/run_matrix.hpp"
+#include "runs/run_matrix.hpp"
 
 namespace evgate {
 

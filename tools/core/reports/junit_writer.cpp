@@ -31,7 +31,7 @@ std::unordered_map<std::string, RunFacts> run_facts(const RunMatrix& runs) {
         RunFacts f{run.plan.order, std::nullopt, run.plan.column};
         if (const auto order = RunId::parse(run.plan.order); run.plan.column == Column::local && order && order->is_seed())
             f.seed = run.plan.seed;
-        facts.emplace(run.plan.id, std::move(f));
+        facts.emplace(run.plan.id.str(), std::move(f));
     }
     return facts;
 }
@@ -74,7 +74,7 @@ private:
 // The verdicts the table reports as skipped: a <skipped/> element, counted as skipped.
 bool reported_skipped(const LedgerRow& row) { return info(row.verdict).status == CaseStatus::skipped; }
 
-bool differed(std::string_view outcome) {
+bool differed(Outcome outcome) {
     return outcome_class(outcome) != OutcomeClass::pass && outcome_class(outcome) != OutcomeClass::skip;
 }
 
@@ -115,12 +115,13 @@ std::string where_it_ran(const Attempt& a, const RunFacts* facts, const JUnitCon
 // <flaky*> under one that passes; Failure for a failed call, Error for anything else.
 void attempt_element(XmlOut& xml, const Attempt& a, bool blocked, const RunFacts* facts, const JUnitContext& context,
                      std::optional<double> seconds) {
-    const std::string tag = std::string(blocked ? "rerun" : "flaky") + (is(a.outcome, Outcome::failed) ? "Failure" : "Error");
+    const std::string tag = std::string(blocked ? "rerun" : "flaky") + (a.outcome == Outcome::failed ? "Failure" : "Error");
+    const std::string outcome(to_string(a.outcome));
     xml.raw("<" + tag);
-    xml.attribute("type", a.outcome);
-    xml.attribute("message", a.run + ": " + a.outcome + (a.message.empty() ? "" : ": " + a.message));
+    xml.attribute("type", outcome);
+    xml.attribute("message", a.run + ": " + outcome + (a.message.empty() ? "" : ": " + a.message));
     xml.raw("><stackTrace>");
-    xml.text((a.message.empty() ? a.outcome : a.message) + "\n" + where_it_ran(a, facts, context, seconds));
+    xml.text((a.message.empty() ? outcome : a.message) + "\n" + where_it_ran(a, facts, context, seconds));
     xml.raw("</stackTrace></" + tag + ">\n");
 }
 
@@ -135,7 +136,7 @@ std::string times_json(const std::vector<std::pair<std::size_t, double>>& times,
     std::string text = "{";
     for (const auto& [run, seconds] : times) {
         if (text.size() > 1) text += ",";
-        text += json_string(runs.runs()[run].plan.id) + ":" + seconds_text(seconds);
+        text += json_string(runs.runs()[run].plan.id.str()) + ":" + seconds_text(seconds);
     }
     return text + "}";
 }
@@ -144,7 +145,7 @@ std::string outcomes_json(const Outcomes& outcomes) {
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    for (const auto& [run, outcome] : outcomes) w.Key(run.c_str(), static_cast<rapidjson::SizeType>(run.size())), w.String(outcome);
+    for (const auto& [run, outcome] : outcomes) w.Key(run.c_str(), static_cast<rapidjson::SizeType>(run.size())), w.String(std::string(to_string(outcome)));
     w.EndObject();
     return std::string(json.text());
 }
@@ -173,7 +174,7 @@ public:
             for (auto& a : runs_.attempts(row.test))
                 if (differed(a.outcome)) bad.push_back(std::move(a));
         const auto seconds_in = [&](const std::string& run) -> std::optional<double> {
-            const auto it = std::find_if(times.begin(), times.end(), [&](const auto& t) { return runs_.runs()[t.first].plan.id == run; });
+            const auto it = std::find_if(times.begin(), times.end(), [&](const auto& t) { return runs_.runs()[t.first].plan.id.str() == run; });
             return it == times.end() ? std::nullopt : std::optional<double>(it->second);
         };
         open(address.classname, address.name, median(times));
@@ -193,14 +194,14 @@ public:
         xml_.raw("</properties>\n");
         if (blocked) failure(row);
         for (const auto& a : bad)
-            if (is(a.outcome, Outcome::failed)) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
+            if (a.outcome == Outcome::failed) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         if (reported_skipped(row)) {
             xml_.raw("<skipped");
             xml_.attribute("message", "skipped in every run: " + row.reason);
             xml_.raw("/>\n");
         }
         for (const auto& a : bad)
-            if (!is(a.outcome, Outcome::failed)) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
+            if (a.outcome != Outcome::failed) attempt_element(xml_, a, blocked, facts(a.run), context_, seconds_in(a.run));
         close(row);
     }
 
@@ -286,7 +287,7 @@ std::string local_runs_json(const RunMatrix& runs) {
     auto& w = json.begin();
     w.StartArray();
     for (const auto& run : runs.runs())
-        if (run.plan.column == Column::local && run.problem.empty()) w.String(run.plan.id);
+        if (run.plan.column == Column::local && run.problem.empty()) w.String(run.plan.id.str());
     w.EndArray();
     return std::string(json.text());
 }

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "io/timestamp.hpp"
+#include "runs/run_matrix.hpp"
 #include "verdicts/gate.hpp"
-#include "verdicts/run_matrix.hpp"
 
 namespace evgate {
 

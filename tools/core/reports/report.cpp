@@ -60,13 +60,13 @@ std::vector<std::string> report_columns(const std::vector<LoadedRun>& runs) {
         if (run.plan.column == Column::runner) return 4;
         if (run.plan.column == Column::perturbed) return 3;
         if (run.plan.order == kAloneOrder) return 2;
-        return run.plan.id == run.plan.order ? 0 : 1;  // a rerun replays its seed's order under its own id
+        return run.plan.id.str() == run.plan.order ? 0 : 1;  // a rerun replays its seed's order under its own id
     };
     std::vector<const LoadedRun*> sorted;
     for (const auto& run : runs) sorted.push_back(&run);
     std::stable_sort(sorted.begin(), sorted.end(), [&](const LoadedRun* a, const LoadedRun* b) { return group(*a) < group(*b); });
     std::vector<std::string> ids;
-    for (const auto* run : sorted) ids.push_back(run->plan.id);
+    for (const auto* run : sorted) ids.push_back(run->plan.id.str());
     return ids;
 }
 

@@ -23,10 +23,10 @@ struct OutcomeStyle {
 };
 
 constexpr std::array<OutcomeStyle, 11> kStyles{{
-    {to_string(Outcome::passed), Swatch::green, '.', "passed"},
-    {to_string(Outcome::failed), Swatch::vermillion, 'F', "failed"},
+    {to_string(Outcome::passed), Swatch::green, '.', to_string(Outcome::passed)},
+    {to_string(Outcome::failed), Swatch::vermillion, 'F', to_string(Outcome::failed)},
     {to_string(Outcome::error), Swatch::purple, 'E', "error (setup or teardown)"},
-    {to_string(Outcome::skipped), Swatch::grey, 's', "skipped"},
+    {to_string(Outcome::skipped), Swatch::grey, 's', to_string(Outcome::skipped)},
     {to_string(Outcome::xfailed), Swatch::sky, 'x', "xfailed (failed as expected)"},
     {to_string(Outcome::xpassed), Swatch::orange, 'X', "xpassed (passed unexpectedly)"},
     {to_string(Outcome::interrupted), Swatch::black, '!', "interrupted (the interpreter died)"},
@@ -75,7 +75,7 @@ void heat_row(std::string& out, const LedgerRow& row, ColumnFinder& column_of, s
     const auto width = cells.size();
     std::fill(cells.begin(), cells.end(), &kStyles[kNotRun]);
     for (std::size_t i = 0; i < row.outcomes.size(); ++i)
-        cells[column_of(i, row.outcomes[i].first)] = &style_of(row.outcomes[i].second);
+        cells[column_of(i, row.outcomes[i].first)] = &style_of(to_string(row.outcomes[i].second));
     out += partner_tag.empty() ? "<tr><td class=k>" : "<tr class=partner><td class=k>";
     for (std::size_t i = 0; i < width;) {
         std::size_t end = i;

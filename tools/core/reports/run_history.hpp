@@ -12,8 +12,8 @@
 
 #include "inputs/suite_config.hpp"
 #include "reports/report_extras.hpp"
+#include "runs/run_matrix.hpp"
 #include "verdicts/gate.hpp"
-#include "verdicts/run_matrix.hpp"
 
 namespace evgate {
 

@@ -38,7 +38,7 @@ std::optional<double> seed_run_seconds(const SuiteConfig& suite, std::uint64_t s
     namespace fs = std::filesystem;
     std::optional<double> longest;
     for (std::uint64_t k = 0; k < seeds; ++k) {
-        const auto id = RunId::seed(k).str();
+        const auto id = RunId::seed(k);
         std::error_code ec1, ec2;
         const auto started = fs::last_write_time(plan_file(suite, id), ec1);
         const auto ended = fs::last_write_time(records_file(suite, id), ec2);

@@ -86,7 +86,7 @@ std::set<const LoadedRun*> cover(std::vector<Requirement> required, const std::v
 
 }  // namespace
 
-std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures) {
+std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures) {
     // test -> its local outcomes by order, and its perturbed ones.
     std::map<std::string, std::map<std::string, Sightings>> local;
     std::map<std::string, Sightings> perturbed;
@@ -96,7 +96,7 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
     for (const auto& run : runs) {
         if (!run.problem.empty() || run.plan.column == Column::runner) continue;
         const bool alone = !overlapped(run.plan.lease);
-        const bool redone = confirmed.count(run.plan.id) != 0;
+        const bool redone = confirmed.count(run.plan.id.str()) != 0;
         for (const auto& [test, result] : run.records.results) {
             const auto cls = outcome_class(result.outcome);
             if (cls == OutcomeClass::none) continue;
@@ -122,7 +122,7 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
         if (failures && classes == std::set<OutcomeClass>{OutcomeClass::fail}) require_each(all, required);  // failing, if it holds
     }
     const auto redo = cover(std::move(required), runs);
-    std::vector<std::string> ids;
+    std::vector<RunId> ids;
     for (const auto& run : runs)
         if (redo.count(&run)) ids.push_back(run.plan.id);
     return ids;
@@ -130,8 +130,8 @@ std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, con
 
 RunPlan apart_plan(const RunPlan& plan) {
     RunPlan apart = plan;
-    apart.id = RunId::of(plan.id).apart().str();
-    apart.confirms = plan.id;
+    apart.id = plan.id.apart();
+    apart.confirms = plan.id.str();
     apart.lease.clear();
     apart.access = TreeAccess::exclusive;
     return apart;

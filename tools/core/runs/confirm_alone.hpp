@@ -30,7 +30,7 @@ using Overlapped = std::function<bool(const std::string& lease)>;
 // witness them all at the least cost (greedily: most outcomes witnessed per second, a run's
 // price plus its tests' time), so one seed run holding many tests' failures goes again rather
 // than a run of its own for each.
-std::vector<std::string> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
+std::vector<RunId> runs_to_confirm(const std::vector<LoadedRun>& runs, const Overlapped& overlapped, bool failures);
 
 // The plan that does `plan` again alone: the same tests in the same order and column, as its own run.
 RunPlan apart_plan(const RunPlan& plan);

@@ -6,12 +6,10 @@
 
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
-#include "verdicts/run_matrix.hpp"
+#include "runs/run_matrix.hpp"
 
 namespace evgate {
 namespace {
-
-bool blocks_on_outcomes(Verdict v) { return v == Verdict::flaky || v == Verdict::order_dependent || v == Verdict::failing; }
 
 // The fork runs that failed the test, in `order` ("" for any), cheapest first (fewest tests).
 std::vector<std::string> failing_forks(const std::vector<Attempt>& attempts, const std::string& order,
@@ -33,7 +31,7 @@ std::map<std::string, std::size_t> done_so_far(const std::vector<LoadedRun>& run
     std::map<std::string, std::size_t> done;
     for (const auto& run : runs) {
         if (!run.plan.fresh) continue;
-        const auto id = RunId::parse(run.plan.id);
+        const auto id = run.plan.id.local();
         if (const auto source = id ? id->before_last(RunId::Step::fresh) : std::nullopt) ++done[source->str()];
     }
     return done;
@@ -41,7 +39,7 @@ std::map<std::string, std::size_t> done_so_far(const std::vector<LoadedRun>& run
 
 RunPlan fresh_plan(const RunPlan& source, std::size_t through, std::size_t j) {
     RunPlan plan;
-    plan.id = RunId::of(source.id).fresh(j).str();
+    plan.id = source.id.fresh(j);
     plan.order = source.order;
     plan.seed = source.seed;
     plan.listed = source.listed;
@@ -52,14 +50,15 @@ RunPlan fresh_plan(const RunPlan& source, std::size_t through, std::size_t j) {
 
 }  // namespace
 
-std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits) {
+std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits,
+                                const TriageAnswers& triage) {
     RunMatrix matrix;
     std::map<std::string, std::size_t> sizes;  // run id -> tests planned
     std::map<std::string, const LoadedRun*> by_id;
     for (const auto& run : runs) {
         matrix.add(run);
-        sizes[run.plan.id] = run.plan.tests.size();
-        by_id[run.plan.id] = &run;
+        sizes[run.plan.id.str()] = run.plan.tests.size();
+        by_id[run.plan.id.str()] = &run;
     }
     struct Replay {
         std::size_t through = 0, more = 0;
@@ -70,10 +69,9 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
         const auto& test = receipt.tests[n].id;
         const auto attempts = matrix.attempts(test);
         if (attempts.empty()) continue;
-        const auto c = classify(attempts);
-        if (!c.dirty.empty() && !has_fresh_alone(attempts) && alone.size() < limits.polluters) alone.emplace_back(n + 1, test);
-        if (!blocks_on_outcomes(c.verdict)) continue;
-        const auto doubt = fork_doubt(attempts);
+        const auto doubts = triage.fresh_doubts(attempts);
+        if (doubts.changed && !has_fresh_alone(attempts) && alone.size() < limits.polluters) alone.emplace_back(n + 1, test);
+        const auto& doubt = doubts.forks;
         if (!doubt || doubt->passed.size() >= doubt->needed) continue;
         // One first: a fresh process that fails confirms the forks. The rest once it passed.
         const auto more = doubt->passed.empty() ? std::size_t{1} : doubt->needed - doubt->passed.size();
@@ -98,14 +96,14 @@ std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receip
     const auto done = done_so_far(runs);
     std::vector<RunPlan> plans;
     for (const auto& run : runs) {  // in the runs' order: plans are stable
-        const auto replay = replays.find(run.plan.id);
+        const auto replay = replays.find(run.plan.id.str());
         if (replay == replays.end()) continue;
-        const auto first = done.count(run.plan.id) ? done.at(run.plan.id) + 1 : 1;
+        const auto first = done.count(run.plan.id.str()) ? done.at(run.plan.id.str()) + 1 : 1;
         for (auto j = first; j < first + replay->second.more; ++j) plans.push_back(fresh_plan(run.plan, replay->second.through, j));
     }
     for (const auto& [n, test] : alone) {
         RunPlan source;
-        source.id = RunId::first(n).str();
+        source.id = RunId::first(n);
         source.order = std::string(kAloneOrder);
         source.tests = {test};
         plans.push_back(fresh_plan(source, 1, 1));

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "runs/attempt.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
 
@@ -29,7 +30,9 @@ struct FreshLimits {
 };
 
 // The fresh runs still to do, given every run so far (fresh ones among them: what they showed
-// counts). In a stable order: the replays of runs in the order of `runs`, then the alone ones.
-std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits);
+// counts) and what the verdicts doubt of each test's attempts (`triage`, verdicts/triage.hpp).
+// In a stable order: the replays of runs in the order of `runs`, then the alone ones.
+std::vector<RunPlan> plan_fresh(const std::vector<LoadedRun>& runs, const Receipt& receipt, const FreshLimits& limits,
+                                const TriageAnswers& triage);
 
 }  // namespace evgate

@@ -11,8 +11,8 @@
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "runs/order_run.hpp"
+#include "runs/run_matrix.hpp"
 #include "runs/sweep.hpp"
-#include "verdicts/run_matrix.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,7 +55,8 @@ Prefixes prefixes_of(const std::string& test, const std::vector<LoadedRun>& runs
 Oracle probe(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::uint64_t seed) {
     return [&suite, &receipt, &store, seed](const std::vector<std::string>& tests) -> std::string {
         RunPlan plan;
-        plan.id = plan.order = RunId::probe().str();
+        plan.id = RunId::probe();
+        plan.order = plan.id.str();
         plan.seed = seed;
         plan.tests = tests;
         plan.runs_dir = suite.evidence_dir / evidence::kLocaliseRuns;
@@ -139,8 +140,9 @@ Role parse_role(const std::string& text) {
 // sets found, and what of the budget is left.
 class Localiser {
 public:
-    Localiser(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test, const LocaliseProgress& progress)
-        : suite_(suite), receipt_(receipt), store_(store), per_test_(per_test), progress_(progress),
+    Localiser(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test, const TriageAnswers& triage,
+              const LocaliseProgress& progress)
+        : suite_(suite), receipt_(receipt), store_(store), per_test_(per_test), triage_(triage), progress_(progress),
           // What the step's CTest TIMEOUT allows ((10 LOCALISE + 2) TIMEOUT + 30 s), less a TIMEOUT for the end.
           deadline_(Clock::now() + std::chrono::seconds(static_cast<long long>(10 * per_test + 1) * suite.timeout_seconds)) {
         for (const auto& test : receipt.tests) collection_.push_back(test.id);
@@ -173,7 +175,7 @@ private:
             culprits_.push_back(std::move(culprit));
         }
         for (const auto& run : runs_)
-            if (const auto id = RunId::parse(run.plan.id); id && id->is_sweep() && id->number() < kMostSweeps)
+            if (const auto id = run.plan.id.local(); id && id->is_sweep() && id->number() < kMostSweeps)
                 sweep_base_ = std::max(sweep_base_, static_cast<int>(id->number()));
     }
 
@@ -185,7 +187,7 @@ private:
         for (const auto& test : collection_) {
             if (seen_.count(test) != 0) continue;
             const auto attempts = matrix.attempts(test);
-            if (!attempts.empty() && classify(attempts).verdict == Verdict::order_dependent) found.push_back(test);
+            if (!attempts.empty() && triage_.order_dependent(attempts)) found.push_back(test);
         }
         return found;
     }
@@ -289,6 +291,7 @@ private:
     const Receipt& receipt_;
     FixtureStore& store_;
     const int per_test_;
+    const TriageAnswers& triage_;
     const LocaliseProgress& progress_;
     const Clock::time_point deadline_;
     std::vector<std::string> collection_;
@@ -306,8 +309,8 @@ private:
 }  // namespace
 
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
-                                    const LocaliseProgress& progress) {
-    auto culprits = Localiser(suite, receipt, store, per_test, progress).run();
+                                    const TriageAnswers& triage, const LocaliseProgress& progress) {
+    auto culprits = Localiser(suite, receipt, store, per_test, triage, progress).run();
     write_file_atomic(culprits_file(suite), culprits_json(culprits, receipt.id));
     return culprits;
 }

@@ -12,6 +12,7 @@
 
 #include "fixtures/fixture_store.hpp"
 #include "inputs/suite_config.hpp"
+#include "runs/attempt.hpp"
 #include "runs/culprit_search.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
@@ -35,13 +36,13 @@ struct LocaliseProgress {
     std::function<void(const std::vector<std::string>& polluters, const std::string& why)> unswept;
 };
 
-// Localises every test the local runs make order-dependent, within `per_test` pytest runs
-// each (the step's budget scales with the number of such tests; its time stays within the
-// step's CTest timeout), trying the partner sets found for earlier tests first. Every polluter
-// set found is swept (runs/sweep.hpp): its other victims are localised too. Writes
-// localise.json and returns what it found.
+// Localises every test the local runs make order-dependent (as `triage` says:
+// verdicts/triage.hpp), within `per_test` pytest runs each (the step's budget scales with the
+// number of such tests; its time stays within the step's CTest timeout), trying the partner sets
+// found for earlier tests first. Every polluter set found is swept (runs/sweep.hpp): its other
+// victims are localised too. Writes localise.json and returns what it found.
 std::vector<Culprit> localise_suite(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, int per_test,
-                                    const LocaliseProgress& progress = {});
+                                    const TriageAnswers& triage, const LocaliseProgress& progress = {});
 
 // localise.json of the current receipt or of one whose runs it keeps (Receipt::run_receipts),
 // by test; empty when there is none.

@@ -10,7 +10,7 @@
 #include <rapidjson/writer.h>
 
 #include "inputs/evidence_layout.hpp"
-#include "inputs/shards.hpp"
+#include "inputs/shard_spec.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"

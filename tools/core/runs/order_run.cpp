@@ -275,7 +275,7 @@ LaunchSpec OrderRun::pytest_spec(RecordChannel& channel) const {
     const auto& plan = at_.plan;
     namespace option = protocol::option;
     std::vector<std::string> args = {std::string(option::channel) + "=" + std::to_string(channel.child_end()),
-                                     std::string(option::run) + "=" + plan.id,
+                                     std::string(option::run) + "=" + plan.id.str(),
                                      std::string(option::seed) + "=" + std::to_string(plan.seed),
                                      std::string(option::order) + "=" + at_.order.string()};
     if (!at_.store.empty()) {
@@ -436,11 +436,11 @@ RunSummary run_order(const SuiteConfig& suite, const Receipt& receipt, FixtureSt
     const auto removed = gsl::finally([&] { remove_sandbox(suite, log); });  // whatever ends the run
     // evgate writes the records itself, from what pytest sends on its channel.
     RecordsFile records(records_file(suite, plan));
-    FixtureStore::Lease lease(store, plan.access, plan.id);  // from the first process to the last restore
+    FixtureStore::Lease lease(store, plan.access, plan.id.str());  // from the first process to the last restore
     RunPlan written = plan;
     written.lease = lease.token();
-    write_plan(dir / evidence::plan_name(plan.id), written);
-    return OrderRun({suite, receipt, store, plan, dir / evidence::order_name(plan.id), log, records, lease}).run();
+    write_plan(dir / evidence::plan_name(plan.id.str()), written);
+    return OrderRun({suite, receipt, store, plan, dir / evidence::order_name(plan.id.str()), log, records, lease}).run();
 }
 
 }  // namespace evgate

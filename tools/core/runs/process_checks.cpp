@@ -37,7 +37,7 @@ std::pair<int, std::string> called_for(const RunRecords& records) {
         const auto& result = records.results.at(test);
         if (outcome_class(result.outcome) == OutcomeClass::fail &&
             std::find(failed.begin(), failed.end(), test) == failed.end())
-            failed.push_back(test + " " + result.outcome);
+            failed.push_back(test + " " + std::string(to_string(result.outcome)));
     }
     if (failed.empty()) return {0, "every test it ran passed, skipped or xfailed"};
     return {1, failed.front() + (failed.size() > 1 ? " (and " + std::to_string(failed.size() - 1) + " more)" : "")};

@@ -12,7 +12,7 @@
 #include "inputs/evidence_layout.hpp"
 #include "inputs/pytest_config.hpp"
 #include "inputs/run_id.hpp"
-#include "inputs/shards.hpp"
+#include "inputs/shard_spec.hpp"
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/file_identity.hpp"

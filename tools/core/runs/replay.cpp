@@ -34,7 +34,7 @@ std::vector<std::string> order_of(const SuiteConfig& suite, const ReplayRequest&
 std::string reproduced(const RunRecords& records, const std::vector<std::string>& order) {
     auto it = records.results.find(order.back());
     if (it == records.results.end()) return order.back() + " gave no result (the interpreter died or hung)";
-    if (outcome_class(it->second.outcome) == OutcomeClass::fail) return order.back() + " " + it->second.outcome + ": " + it->second.message;
+    if (outcome_class(it->second.outcome) == OutcomeClass::fail) return order.back() + " " + std::string(to_string(it->second.outcome)) + ": " + it->second.message;
     for (const auto& [test, result] : records.results)
         if (!result.dirty.empty()) return test + " changed fixture group '" + result.dirty.front() + "' without declaring it";
     return "";
@@ -69,7 +69,8 @@ int replay(const SuiteConfig& suite, const ReplayRequest& request, std::ostream&
     std::string seen;
     for (int i = 1; i <= std::max(1, request.repeat) && seen.empty(); ++i) {
         RunPlan plan;
-        plan.id = plan.order = "replay";
+        plan.id = RunId::replay();
+        plan.order = plan.id.str();
         plan.seed = request.seed.value_or(0);
         plan.tests = order;
         plan.environment = request.environment;

@@ -58,7 +58,7 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
         if (it == prefix.end()) continue;
         for (int j = 1; j <= limits.reruns; ++j) {
             RunPlan plan;
-            plan.id = RunId::of(run.plan.id).rerun(static_cast<std::uint64_t>(j)).str();
+            plan.id = run.plan.id.rerun(static_cast<std::uint64_t>(j));
             plan.order = run.plan.order;
             plan.seed = run.plan.seed;
             plan.tests.assign(run.plan.tests.begin(), run.plan.tests.begin() + static_cast<std::ptrdiff_t>(it->second));
@@ -71,7 +71,7 @@ std::vector<RunPlan> plan_reruns(const std::vector<LoadedRun>& seed_runs, const 
         for (const auto& test : seed_runs.front().plan.tests) {
             if (!alone.count(test) || n >= limits.alone) continue;
             RunPlan plan;
-            plan.id = RunId::alone(++n).str();
+            plan.id = RunId::alone(++n);
             plan.order = std::string(kAloneOrder);
             plan.seed = 0;
             plan.tests = {test};
@@ -89,8 +89,8 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
     std::set<std::vector<std::string>> alone;
     std::size_t alone_numbers = 0;
     for (const auto& run : runs) {
-        kept[run.plan.id] = &run.plan;
-        if (const auto id = RunId::parse(run.plan.id); run.plan.order == kAloneOrder && id && id->is_alone()) {
+        kept[run.plan.id.str()] = &run.plan;
+        if (const auto id = run.plan.id.local(); run.plan.order == kAloneOrder && id && id->is_alone()) {
             alone.insert(run.plan.tests);
             ++alone_numbers;
         }
@@ -98,19 +98,19 @@ std::vector<RunPlan> not_run_yet(std::vector<RunPlan> plans, const std::vector<L
     std::set<std::string> taken;  // every id a kept run or a plan that stays as planned holds
     for (const auto& [id, plan] : kept) taken.insert(id);
     for (const auto& plan : plans)
-        if (plan.order != kAloneOrder && !kept.count(plan.id)) taken.insert(plan.id);
+        if (plan.order != kAloneOrder && !kept.count(plan.id.str())) taken.insert(plan.id.str());
     std::vector<RunPlan> left;
     for (auto& plan : plans) {
         if (plan.order == kAloneOrder) {
             if (alone.count(plan.tests)) continue;
-            plan.id = RunId::alone(++alone_numbers).str();
-        } else if (const auto was = kept.find(plan.id); was != kept.end()) {
+            plan.id = RunId::alone(++alone_numbers);
+        } else if (const auto was = kept.find(plan.id.str()); was != kept.end()) {
             if (was->second->tests.size() >= plan.tests.size()) continue;
             std::uint64_t j = 1;
             const auto order = RunId::of(plan.order);
             while (taken.count(order.rerun(j).str())) ++j;
-            plan.id = order.rerun(j).str();
-            taken.insert(plan.id);
+            plan.id = order.rerun(j);
+            taken.insert(plan.id.str());
         }
         left.push_back(std::move(plan));
     }

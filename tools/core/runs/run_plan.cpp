@@ -14,21 +14,21 @@ namespace fs = std::filesystem;
 
 namespace evgate {
 
-fs::path records_file(const SuiteConfig& suite, const std::string& run_id) { return suite.runs_dir() / evidence::records_name(run_id); }
-fs::path plan_file(const SuiteConfig& suite, const std::string& run_id) { return suite.runs_dir() / evidence::plan_name(run_id); }
-fs::path log_file(const SuiteConfig& suite, const std::string& run_id) {
-    return suite.evidence_dir / evidence::kLogs / evidence::log_name(run_id);
+fs::path records_file(const SuiteConfig& suite, const RunId& run) { return suite.runs_dir() / evidence::records_name(run.str()); }
+fs::path plan_file(const SuiteConfig& suite, const RunId& run) { return suite.runs_dir() / evidence::plan_name(run.str()); }
+fs::path log_file(const SuiteConfig& suite, const RunId& run) {
+    return suite.evidence_dir / evidence::kLogs / evidence::log_name(run.str());
 }
 
 fs::path records_file(const SuiteConfig& suite, const RunPlan& plan) {
-    return plan.runs_dir.empty() ? records_file(suite, plan.id) : plan.runs_dir / evidence::records_name(plan.id);
+    return plan.runs_dir.empty() ? records_file(suite, plan.id) : plan.runs_dir / evidence::records_name(plan.id.str());
 }
 
 void write_plan(const fs::path& file, const RunPlan& plan) {
     JsonWriter json;
     auto& w = json.begin();
     w.StartObject();
-    w.Key("id"), w.String(plan.id);
+    w.Key("id"), w.String(plan.id.str());
     w.Key("order"), w.String(plan.order);
     w.Key("seed"), w.Uint64(plan.seed);
     w.Key("column"), w.String(std::string(to_string(plan.column)));
@@ -53,7 +53,9 @@ void write_plan(const fs::path& file, const RunPlan& plan) {
 
 RunPlan plan_header(const rapidjson::Value& doc, const std::string& source) {
     RunPlan plan;
-    plan.id = string_member(doc, "id", source);
+    const auto id = string_member(doc, "id", source);
+    if (const auto run = RunId::parse_any(id)) plan.id = *run;
+    else throw InputError(source, 0, "'id' is not a run id: " + quote(id));
     plan.order = string_member(doc, "order", source);
     const auto* seed = member(doc, "seed");
     if (seed == nullptr || !seed->IsUint64()) throw InputError(source, 0, "'seed' is not an unsigned integer");
@@ -95,6 +97,14 @@ std::string run_id_of(const fs::path& plan_file) {
     return name.substr(0, name.size() - kPlanSuffixSize);
 }
 
+// The run a plan file is named after: a file of a runs folder named after no run is not evidence
+// of anything, and an error naming it.
+RunId named_run(const fs::path& plan_file) {
+    const auto name = run_id_of(plan_file);
+    if (const auto run = RunId::parse_any(name)) return *run;
+    throw InputError(plan_file.string(), 0, "not a run's plan: " + quote(name) + " is no run id");
+}
+
 }  // namespace
 
 fs::path records_beside(const fs::path& plan_file) { return plan_file.parent_path() / evidence::records_name(run_id_of(plan_file)); }
@@ -120,9 +130,9 @@ LoadedRun load_run(const fs::path& plan_file, const RunReader& read) {
     LoadedRun run;
     try {
         read(plan_file, run);
-        if (run.plan.id != run_id_of(plan_file)) throw Error("its plan names the run " + quote(run.plan.id));
+        if (run.plan.id.str() != run_id_of(plan_file)) throw Error("its plan names the run " + quote(run.plan.id.str()));
     } catch (const Error& e) {
-        run.plan.id = run_id_of(plan_file);
+        run.plan.id = named_run(plan_file);
         run.problem = std::string("its records cannot be read: ") + e.what();
     }
     return run;

@@ -11,6 +11,7 @@
 #include <rapidjson/document.h>
 
 #include "fixtures/shared_tree.hpp"
+#include "inputs/run_id.hpp"
 #include "inputs/suite_config.hpp"
 #include "runs/column.hpp"
 #include "runs/run_records.hpp"
@@ -18,7 +19,7 @@
 namespace evgate {
 
 struct RunPlan {
-    std::string id;     // "seed.3", "seed.3.rerun.1", "alone.2"
+    RunId id;           // seed.3, seed.3.rerun.1, alone.2, <runner>:seed.0
     std::string order;  // the order it replays: "seed.3" for the seed and its reruns
     std::uint64_t seed = 0;
     std::vector<std::string> tests;  // in the order they are to run
@@ -33,9 +34,9 @@ struct RunPlan {
     bool fresh = false;                         // a fresh process of its own, never a fork: it confirms what forks showed (confirm_fresh.hpp)
 };
 
-std::filesystem::path records_file(const SuiteConfig& suite, const std::string& run_id);
-std::filesystem::path plan_file(const SuiteConfig& suite, const std::string& run_id);
-std::filesystem::path log_file(const SuiteConfig& suite, const std::string& run_id);
+std::filesystem::path records_file(const SuiteConfig& suite, const RunId& run);
+std::filesystem::path plan_file(const SuiteConfig& suite, const RunId& run);
+std::filesystem::path log_file(const SuiteConfig& suite, const RunId& run);
 std::filesystem::path records_file(const SuiteConfig& suite, const RunPlan& plan);
 
 void write_plan(const std::filesystem::path& file, const RunPlan& plan);

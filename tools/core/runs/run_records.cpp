@@ -91,7 +91,7 @@ RunRecord record_of(const FieldCapture& f, const std::string& source, int line) 
             r.test = required_text(f[key::test], "test", where);
             break;
         case RunRecord::Event::result:
-            r.outcome = required_text(f[key::outcome], "outcome", where);
+            r.outcome = read_outcome(required_text(f[key::outcome], "outcome", where), where.source, where.line);
             r.dirty = &text_list(f[key::dirty], "dirty", where);
             r.changed = &text_list(f[key::changed], "changed", where);
             r.message = optional_text(f[key::message], "message", where).value_or("");
@@ -276,7 +276,7 @@ void add_record(RunRecords& run, const RunRecord& r) {
             break;
         case RunRecord::Event::result:
             run.results[std::string(r.test)] =
-                TestResult{std::string(r.outcome), strings(r.dirty), std::string(r.message), strings(r.changed), r.seconds};
+                TestResult{r.outcome, strings(r.dirty), std::string(r.message), strings(r.changed), r.seconds};
             if (r.unblamed && !r.unblamed->empty())
                 run.doubts.push_back({"uncertain",
                                       groups_named(r.unblamed) + " changed during " + std::string(r.test) + " while " +

@@ -76,7 +76,7 @@ struct RunRecord {
     Event event = Event::torn;
     int line = 0;
     std::string_view test;                                    // start, result, interrupted; outside: the test a fixture's change was made in
-    std::string_view outcome;                                 // result
+    Outcome outcome = Outcome::missing;                       // result
     std::string_view message;                                 // result
     const std::vector<std::string_view>* dirty = nullptr;     // result
     const std::vector<std::string_view>* changed = nullptr;   // result

@@ -9,7 +9,8 @@ namespace evgate {
 
 RunPlan sweep_plan(int number, const std::vector<std::string>& partners, const std::vector<std::string>& collection) {
     RunPlan plan;
-    plan.id = plan.order = RunId::sweep(static_cast<std::uint64_t>(number)).str();
+    plan.id = RunId::sweep(static_cast<std::uint64_t>(number));
+    plan.order = plan.id.str();
     plan.listed = true;
     plan.tests = partners;
     const std::unordered_set<std::string> first(partners.begin(), partners.end());
@@ -28,7 +29,7 @@ std::vector<RunPlan> sweep_reruns(const RunPlan& sweep, const std::vector<std::s
     if (through == 0) return plans;
     for (int j = 1; j <= reruns; ++j) {
         RunPlan plan = sweep;
-        plan.id = RunId::of(sweep.id).rerun(static_cast<std::uint64_t>(j)).str();
+        plan.id = sweep.id.rerun(static_cast<std::uint64_t>(j));
         plan.tests.resize(through);
         plans.push_back(std::move(plan));
     }

@@ -58,7 +58,7 @@ void verdict_text(std::string& text, const LedgerRow& row) {
     const auto line = text.substr(line_start);
     text.append("\ngate: ").append(to_string(row.gate)).append("\n");
     if (row.until) text.append("until ").append(*row.until).append(row.owner ? ", owner " + *row.owner : "").append("\n");
-    for (const auto& [run, outcome] : row.outcomes) text.append("  ").append(run).append(": ").append(outcome).append("\n");
+    for (const auto& [run, outcome] : row.outcomes) text.append("  ").append(run).append(": ").append(to_string(outcome)).append("\n");
     text.append("<CTestDetails>").append(line).append("</CTestDetails>\n");
 }
 

@@ -16,12 +16,12 @@
 #include "inputs/baseline.hpp"
 #include "inputs/quarantine.hpp"
 #include "io/date.hpp"
+#include "machines/manifest_diff.hpp"
 #include "runs/culprit_runs.hpp"
 #include "runs/receipt.hpp"
+#include "runs/run_matrix.hpp"
 #include "verdicts/ledger.hpp"
 #include "verdicts/ledger_row.hpp"
-#include "verdicts/manifest_diff.hpp"
-#include "verdicts/run_matrix.hpp"
 #include "verdicts/summary.hpp"
 #include "verdicts/triage.hpp"
 #include "verdicts/verdict_table.hpp"
@@ -33,7 +33,7 @@ struct GateInput {
     std::string root;  // ROOT, to check what each run saw
     RunMatrix runs;
     std::vector<std::string> expected_runs;     // e.g. seed.0 .. seed.8: each must be there
-    std::vector<std::string> repeats_run_here;  // runs that repeat an order, run all the same (a shard's: inputs/shards.hpp)
+    std::vector<std::string> repeats_run_here;  // runs that repeat an order, run all the same (a shard's: machines/shards.hpp)
     std::vector<QuarantineEntry> quarantine;
     std::string quarantine_file;  // the configured QUARANTINE: rows name its lines
     std::optional<Baseline> baseline;

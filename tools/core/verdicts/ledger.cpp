@@ -35,7 +35,7 @@ void write_outcomes(JsonOut& w, const Outcomes& outcomes) {
     if (outcomes.empty()) return;
     w.Key("outcomes");
     w.StartObject();
-    for (const auto& [run, outcome] : outcomes) w.Key(run.c_str(), static_cast<rapidjson::SizeType>(run.size())), w.String(outcome);
+    for (const auto& [run, outcome] : outcomes) w.Key(run.c_str(), static_cast<rapidjson::SizeType>(run.size())), text(w, to_string(outcome));
     w.EndObject();
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "inputs/outcome.hpp"
 #include "verdicts/verdict_table.hpp"
 
 namespace evgate {
@@ -19,7 +20,7 @@ namespace evgate {
 // A list is copied before it is changed while another row shares it.
 class Outcomes {
 public:
-    using List = std::vector<std::pair<std::string, std::string>>;
+    using List = std::vector<std::pair<std::string, Outcome>>;
 
     Outcomes() = default;
     Outcomes(List list) : list_(std::make_shared<List>(std::move(list))) {}

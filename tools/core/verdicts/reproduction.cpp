@@ -9,15 +9,19 @@
 namespace evgate {
 namespace {
 
-const Attempt* first_with(const std::vector<Attempt>& attempts, std::string_view cls, Column column = Column::local) {
+using OutcomeTest = bool (*)(Outcome);
+bool fails(Outcome outcome) { return outcome_class(outcome) == OutcomeClass::fail; }
+bool died(Outcome outcome) { return outcome == Outcome::interrupted; }
+
+const Attempt* first_with(const std::vector<Attempt>& attempts, OutcomeTest matches, Column column = Column::local) {
     for (const auto& a : attempts)
-        if (a.column == column && (to_string(outcome_class(a.outcome)) == cls || a.outcome == cls)) return &a;
+        if (a.column == column && matches(a.outcome)) return &a;
     return nullptr;
 }
 
 const LoadedRun* run_named(const GateInput& input, const std::string& id) {
     for (const auto& run : input.runs.runs())
-        if (run.plan.id == id) return &run;
+        if (run.plan.id.str() == id) return &run;
     return nullptr;
 }
 
@@ -41,11 +45,11 @@ ReplayRequest order_through(const Attempt& a, const std::string& test, const Gat
     return request;
 }
 
-// The order the test's first local attempt with `outcome` (a class, or an outcome) ran in.
-std::optional<ReplayRequest> order_with(std::string_view outcome, const std::string& test, std::optional<std::uint32_t> number,
+// The order the test's first local attempt with an outcome that `matches` ran in.
+std::optional<ReplayRequest> order_with(OutcomeTest matches, const std::string& test, std::optional<std::uint32_t> number,
                                         const GateInput& input) {
     const auto attempts = input.runs.attempts(number);
-    const auto* found = first_with(attempts, outcome);
+    const auto* found = first_with(attempts, matches);
     return found ? std::optional(order_through(*found, test, input)) : std::nullopt;
 }
 
@@ -53,7 +57,7 @@ std::optional<ReplayRequest> order_with(std::string_view outcome, const std::str
 std::optional<ReplayRequest> partner_order(const std::string& test, std::optional<std::uint32_t> number, const GateInput& input) {
     auto c = input.culprits.find(test);
     if (c == input.culprits.end() || c->second.found.reproduce_order.empty())
-        return order_with(to_string(OutcomeClass::fail), test, number, input);
+        return order_with(fails, test, number, input);
     ReplayRequest request;
     request.tests = c->second.found.reproduce_order;
     request.seed = c->second.seed;
@@ -100,11 +104,11 @@ std::optional<ReplayRequest> reproduction(Verdict verdict, const std::string& te
         }
         case Reproduce::partner_or_failing_order: return partner_order(test, number, input);
         case Reproduce::failing_order_five_times: {
-            auto request = order_with(to_string(OutcomeClass::fail), test, number, input);
+            auto request = order_with(fails, test, number, input);
             if (request) request->repeat = 5;  // one failure in a few runs showed it; five give it room to show again
             return request;
         }
-        case Reproduce::order_it_died_in: return order_with(to_string(Outcome::interrupted), test, number, input);
+        case Reproduce::order_it_died_in: return order_with(died, test, number, input);
     }
     return std::nullopt;
 }

@@ -250,7 +250,7 @@ std::string exit_trouble(const RunRecords& r) {
 
 LedgerRow run_row(const GateInput& input, std::size_t i, UnknownIds& unknown) {
     const auto& run = input.runs.runs()[i];
-    const std::string name = "run:" + run.plan.id;
+    const std::string name = "run:" + run.plan.id.str();
     if (!run.problem.empty()) return suite_row(name, Verdict::interrupted, run.problem);
     const auto& r = run.records;
     auto trouble = session_trouble(r, input.receipt, unknown);
@@ -266,7 +266,7 @@ std::vector<LedgerRow> doubt_rows_of(const LoadedRun& run) {
     const auto& r = run.records;
     std::vector<std::pair<std::string, std::string>> checks;  // check -> reasons, in the order first seen
     for (const auto& doubt : r.doubts) {
-        std::string where = run.plan.id;
+        std::string where = run.plan.id.str();
         if (r.sessions.size() > 1 && doubt.process > 0)
             where += ", pytest process " + std::to_string(doubt.process) + " of " + std::to_string(r.sessions.size());
         auto it = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == doubt.check; });
@@ -276,7 +276,7 @@ std::vector<LedgerRow> doubt_rows_of(const LoadedRun& run) {
     std::vector<LedgerRow> rows;
     for (auto& [check, reason] : checks) {
         const bool polluted = check == "outside" || check == "uncertain";
-        rows.push_back(suite_row(check + ":" + run.plan.id, polluted ? Verdict::polluter : Verdict::missing, std::move(reason)));
+        rows.push_back(suite_row(check + ":" + run.plan.id.str(), polluted ? Verdict::polluter : Verdict::missing, std::move(reason)));
     }
     return rows;
 }
@@ -333,7 +333,7 @@ struct SkippedEverywhere {
 
 std::optional<SkippedEverywhere> skipped_everywhere(const LedgerRow& row, const GateInput& input) {
     // Only a row with a skip among its outcomes can be one: the attempts of the rest are not looked up.
-    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return is(o.second, Outcome::skipped); }))
+    if (std::none_of(row.outcomes.begin(), row.outcomes.end(), [](const auto& o) { return o.second == Outcome::skipped; }))
         return std::nullopt;
     SkippedEverywhere skipped;
     bool any = false;
@@ -458,7 +458,7 @@ std::optional<LedgerRow> alone_row(const GateInput& input) {
     // The matrix keeps no run's planned tests (run_matrix.hpp): a test ran alone where it has an
     // attempt in a run of the pass. Asked per test only where the pass ran at all.
     const auto& runs = input.runs.runs();
-    if (std::none_of(runs.begin(), runs.end(), [&](const LoadedRun& r) { return alone_pass(r.plan.id, r.plan.order, r.plan.column); }))
+    if (std::none_of(runs.begin(), runs.end(), [&](const LoadedRun& r) { return alone_pass(r.plan.id.str(), r.plan.order, r.plan.column); }))
         return std::nullopt;
     std::set<std::string> alone;
     for (const auto& test : input.receipt.tests) {
@@ -482,7 +482,7 @@ std::vector<LedgerRow> run_rows(const GateInput& input) {
     if (auto row = alone_row(input)) rows.push_back(std::move(*row));
     const auto& runs = input.runs.runs();
     std::set<std::string> present;
-    for (const auto& run : runs) present.insert(run.plan.id);
+    for (const auto& run : runs) present.insert(run.plan.id.str());
     for (const auto& id : input.expected_runs)
         if (!present.count(id)) rows.push_back(suite_row("run:" + id, Verdict::missing, "run " + id + " left no records"));
     UnknownIds unknown(input.receipt);

@@ -18,9 +18,9 @@ Observations observe(const std::vector<Attempt>& attempts) {
             o.dirty.insert(a.dirty.begin(), a.dirty.end());
             o.dirtied_in.push_back(a.run);
         }
-        if (is(a.outcome, Outcome::interrupted)) o.interrupted.push_back(a.run);
-        if (is(a.outcome, Outcome::missing)) o.missing.push_back(a.run);
-        if (is(a.outcome, Outcome::uncalled)) {
+        if (a.outcome == Outcome::interrupted) o.interrupted.push_back(a.run);
+        if (a.outcome == Outcome::missing) o.missing.push_back(a.run);
+        if (a.outcome == Outcome::uncalled) {
             o.uncalled.push_back(a.run);
             note_message(o.uncalled_message, a);
         }
@@ -282,6 +282,22 @@ Classification classify(const std::vector<Attempt>& attempts) {
                          ") it changed nothing";
     }
     return result;
+}
+
+TriageAnswers triage_answers() {
+    TriageAnswers answers;
+    answers.order_dependent = [](const std::vector<Attempt>& attempts) {
+        return classify(attempts).verdict == Verdict::order_dependent;
+    };
+    answers.fresh_doubts = [](const std::vector<Attempt>& attempts) {
+        const auto c = classify(attempts);
+        FreshDoubts doubts;
+        doubts.changed = !c.dirty.empty();
+        if (c.verdict == Verdict::flaky || c.verdict == Verdict::order_dependent || c.verdict == Verdict::failing)
+            doubts.forks = fork_doubt(attempts);
+        return doubts;
+    };
+    return answers;
 }
 
 }  // namespace evgate

@@ -13,22 +13,11 @@
 
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
+#include "runs/attempt.hpp"
 #include "runs/column.hpp"
 #include "verdicts/verdict_table.hpp"
 
 namespace evgate {
-
-struct Attempt {
-    std::string run;      // "seed.3", "seed.3.rerun.1", "alone.2", a runner's name
-    std::string order;    // which order it ran in: reruns share their seed's; "alone" runs are their own
-    std::string outcome;  // passed failed error skipped xfailed xpassed uncalled interrupted missing
-    std::vector<std::string> dirty;
-    std::string message;
-    Column column = Column::local;
-    bool beside = false;  // the run went beside other runs and was done again alone
-    bool fork = false;    // it ran in a fork of the collected session (a run of forks and then processes counts)
-    bool fresh = false;   // a fresh process that confirms what forks showed (never a fork)
-};
 
 struct Classification {
     Verdict verdict = Verdict::stable;
@@ -66,17 +55,16 @@ Classification classify(const std::vector<Attempt>& attempts);
 std::size_t fresh_runs_needed(std::size_t failed, std::size_t runs);
 constexpr std::size_t kMostFreshRuns = 8;
 
-// Where forks' failures of a test could be set aside by fresh processes: in which order they must
-// run ("" for any: forks failed it in every run, so its order has nothing to do with it), how many
-// must all pass (fresh_runs_needed of the forks of that order, or of all of them), and those that
-// did. nullopt where nothing can set them aside: no fork failed it, a process (a fresh one among
-// them) failed it too, or too few forks failed it for fresh processes to tell.
-struct ForkDoubt {
-    std::string order;
-    std::size_t needed = 0;
-    std::vector<std::string> passed;
-};
+// What could set aside forks' failures of the test (ForkDoubt, runs/attempt.hpp), `needed` being
+// fresh_runs_needed of the forks of that order (or of all of them). nullopt where nothing can: no
+// fork failed it, a process (a fresh one among them) failed it too, or too few forks failed it for
+// fresh processes to tell.
 std::optional<ForkDoubt> fork_doubt(const std::vector<Attempt>& attempts);
+
+// What the runs that weigh attempts ask (runs/attempt.hpp), answered by classify(): whether the
+// test is order-dependent; whether a change is blamed on it, and, where its verdict blocks on
+// outcomes (flaky, order-dependent, failing), its fork_doubt().
+TriageAnswers triage_answers();
 
 // How the plugin names a file it saw a test change in the source tree, outside the groups.
 constexpr std::string_view kSourceTreePrefix = "(source tree):";

@@ -10,9 +10,9 @@
 #include "io/atomic_file.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
+#include "machines/manifest_diff.hpp"
 #include "runs/receipt.hpp"
 #include "runs/shuffle.hpp"
-#include "verdicts/manifest_diff.hpp"
 
 namespace fs = std::filesystem;
 

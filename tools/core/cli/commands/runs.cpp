@@ -17,8 +17,8 @@
 #include "inputs/evidence_layout.hpp"
 #include "inputs/outcome.hpp"
 #include "inputs/run_id.hpp"
-#include "inputs/shards.hpp"
 #include "io/error.hpp"
+#include "machines/shards.hpp"
 #include "runs/alone_budget.hpp"
 #include "runs/bytecode_cache.hpp"
 #include "runs/confirm_alone.hpp"
@@ -34,6 +34,7 @@
 #include "runs/rerun_planner.hpp"
 #include "runs/sandbox.hpp"
 #include "runs/shuffle.hpp"
+#include "verdicts/triage.hpp"
 
 namespace fs = std::filesystem;
 
@@ -211,9 +212,9 @@ int run_and_report(const SuiteConfig& suite, const Receipt& receipt, FixtureStor
 }
 
 // A run whose order an earlier seed runs already (distinct_orders.hpp): said, and not run again.
-bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+bool repeats_an_order(const SuiteConfig& suite, const Receipt& receipt, const RunId& run_id) {
     if (!repeat_left_out(receipt, run_id)) return false;
-    const auto repeat = receipt.orders.repeats.find(run_id);
+    const auto repeat = receipt.orders.repeats.find(run_id.str());
     std::cout << "evgate: " << suite.name << ": " << run_id << " would run the order " << repeat->second << " runs ("
               << receipt.tests.size() << (receipt.tests.size() == 1 ? " test" : " tests") << " collected): not run again\n";
     return true;
@@ -226,7 +227,8 @@ int cmd_run(Invocation& in) {
     RunPlan plan;
     // Step k runs the k-th seed after those an earlier ctest's kept runs ran (evidence_reuse.hpp).
     plan.seed = receipt.orders.first + in.get<std::uint64_t>("seed");
-    plan.id = plan.order = RunId::seed(plan.seed).str();
+    plan.id = RunId::seed(plan.seed);
+    plan.order = plan.id.str();
     plan.tests = seed_order(receipt.collected(), plan.seed, suite.orders);
     if (repeats_an_order(suite, receipt, plan.id)) return 77;
     plan.access = store.access_for(receipt.declares_writes());
@@ -235,7 +237,7 @@ int cmd_run(Invocation& in) {
 }
 
 // A run an earlier ctest ran on the same key (evidence_reuse.hpp): said, and not run again.
-bool kept_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+bool kept_run(const SuiteConfig& suite, const Receipt& receipt, const RunId& run_id) {
     if (receipt.kept.empty() || !fs::exists(plan_file(suite, run_id))) return false;
     std::cout << "evgate: " << suite.name << ": " << run_id << ": kept from an earlier ctest (nothing it depends on changed)\n";
     return true;
@@ -244,9 +246,10 @@ bool kept_run(const SuiteConfig& suite, const Receipt& receipt, const std::strin
 int cmd_perturbed(Invocation& in) {
     const auto& suite = in.suite();
     const auto& receipt = in.receipt();
-    if (kept_run(suite, receipt, RunId::perturbed().str())) return 0;
+    if (kept_run(suite, receipt, RunId::perturbed())) return 0;
     RunPlan plan;
-    plan.id = plan.order = RunId::perturbed().str();
+    plan.id = RunId::perturbed();
+    plan.order = plan.id.str();
     plan.column = Column::perturbed;
     plan.tests = shuffled_order(receipt.collected(), 0);
     if (auto status = shard_step(suite, receipt, plan)) return *status;
@@ -298,7 +301,7 @@ int cmd_localise(Invocation& in) {
                   << (polluters.size() > 1 ? " and " + std::to_string(polluters.size() - 1) + " more" : "") << " (" << why
                   << "); their other victims show only where an order ran them after it" << std::endl;
     };
-    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, progress);
+    const auto culprits = localise_suite(suite, in.receipt(), in.store(), suite.localise_runs, triage_answers(), progress);
     std::cout << "evgate: " << suite.name << ": localised " << culprits.size() << " order-dependent test(s) in " << runs << " pytest runs\n";
     return 0;
 }
@@ -367,7 +370,7 @@ std::set<std::string> kept_runs(const SuiteConfig& suite, const Receipt& receipt
     std::set<std::string> kept;
     if (receipt.kept.empty()) return kept;
     for (const auto& run : load_runs(suite, receipt.run_receipts()))
-        if (run.records.receipt != receipt.id) kept.insert(run.plan.id);
+        if (run.records.receipt != receipt.id) kept.insert(run.plan.id.str());
     return kept;
 }
 
@@ -379,11 +382,11 @@ std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& r
     return settled_by_partners(found, runs, receipt.id);
 }
 
-bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id == plan.order && plan.order != kAloneOrder; }
+bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id.str() == plan.order && plan.order != kAloneOrder; }
 
 // A run of the alone pass: one test, first after the collection (cmd_alone).
 bool is_first(const RunPlan& plan) {
-    const auto id = RunId::parse(plan.id);
+    const auto id = plan.id.local();
     return plan.column == Column::local && id && id->is_first() && !id->has(RunId::Step::rerun) && plan.confirms.empty() &&
            !plan.fresh;
 }
@@ -418,7 +421,7 @@ std::vector<LoadedRun> confirm_alone(const SuiteConfig& suite, const Receipt& re
 void confirm_fresh(const SuiteConfig& suite, const Receipt& receipt, FixtureStore& store, std::vector<LoadedRun> runs, int& status) {
     constexpr int kRounds = 3;
     for (int round = 0; round < kRounds; ++round) {
-        const auto plans = plan_fresh(runs, receipt, FreshLimits{});
+        const auto plans = plan_fresh(runs, receipt, FreshLimits{}, triage_answers());
         if (plans.empty()) return;
         std::cout << "evgate: " << suite.name << ": " << plans.size()
                   << " fresh process(es) to confirm what forks showed: " << plans.front().id
@@ -439,11 +442,11 @@ int cmd_rerun(Invocation& in) {
     const auto kept = kept_runs(suite, receipt);
     // The seed steps went side by side: those that ran beside a change go again first.
     for (const auto& run : load_plans(suite.runs_dir()))
-        if (!kept.count(run.plan.id) && (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty())))
+        if (!kept.count(run.plan.id.str()) && (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty())))
             status |= redo_if_overlapped(suite, receipt, store, run.plan);
     for (const auto& run : load_plans(suite.runs_dir())) {
-        const bool stays = kept.count(run.plan.id) || is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
-        if (!stays || (!kept.count(run.plan.id) && !run.plan.confirms.empty())) {  // a rerun or a redo of this step's earlier try
+        const bool stays = kept.count(run.plan.id.str()) || is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
+        if (!stays || (!kept.count(run.plan.id.str()) && !run.plan.confirms.empty())) {  // a rerun or a redo of this step's earlier try
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
         }
@@ -512,7 +515,7 @@ int cmd_alone(Invocation& in) {
     const auto collected = receipt.collected();
     for (std::size_t n = 1; n <= collected.size(); ++n) {
         RunPlan plan;
-        plan.id = RunId::first(n).str();
+        plan.id = RunId::first(n);
         plan.order = std::string(kAloneOrder);
         plan.tests = {collected[n - 1].id};
         if (repeats_an_order(suite, receipt, plan.id)) continue;
@@ -527,7 +530,7 @@ int cmd_alone(Invocation& in) {
         }
         plans.push_back(std::move(plan));
     }
-    if (collected.size() == 1 && repeat_left_out(receipt, RunId::first(1).str())) return 77;  // the pass is seed.0's order
+    if (collected.size() == 1 && repeat_left_out(receipt, RunId::first(1))) return 77;  // the pass is seed.0's order
     if (merging) {
         std::cout << "evgate: " << suite.name << ": " << imported << " of " << collected.size() << " tests run alone taken from their shards\n";
         return 0;

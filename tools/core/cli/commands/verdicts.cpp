@@ -10,14 +10,15 @@
 #include "fixtures/fixture_store.hpp"
 #include "inputs/evidence_layout.hpp"
 #include "inputs/run_id.hpp"
-#include "inputs/runner_bundles.hpp"
-#include "inputs/shards.hpp"
 #include "io/atomic_file.hpp"
 #include "io/date.hpp"
 #include "io/error.hpp"
 #include "io/json_io.hpp"
 #include "io/process.hpp"
 #include "io/timestamp.hpp"
+#include "machines/manifest_diff.hpp"
+#include "machines/runner_bundles.hpp"
+#include "machines/shards.hpp"
 #include "reports/report.hpp"
 #include "reports/run_history.hpp"
 #include "runs/bytecode_cache.hpp"
@@ -29,7 +30,6 @@
 #include "runs/replay.hpp"
 #include "runs/run_plan.hpp"
 #include "verdicts/ctest_entries.hpp"
-#include "verdicts/manifest_diff.hpp"
 #include "verdicts/verdict_store.hpp"
 
 namespace fs = std::filesystem;
@@ -129,25 +129,25 @@ GateSummary build_and_write(const SuiteConfig& suite, const Invocation& in, std:
     GateInput input = gate_input(suite, receipt ? std::move(*receipt) : loading.get());
     input.runs = std::move(matrix);
     std::map<std::string, std::string> leases;  // the executions whose records count: token -> run
-    for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id);
+    for (const auto& run : input.runs.runs()) leases.emplace(run.plan.lease, run.plan.id.str());
     input.tree_findings = FixtureStore(suite).findings(leases);
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;  // a shard's gate expects its own runs
     const auto foreign = foreign_shards(suite);                                // a merge's shards from another environment: runner columns
-    const auto expected = [&](const std::string& id, std::uint64_t seed) {
+    const auto expected = [&](const RunId& id, std::uint64_t seed) {
         if (shard) return runs_here(*shard, id, seed);
         return std::none_of(foreign.begin(), foreign.end(), [&](const ForeignShard& f) {
             return runs_here(parse_shard_spec(f.spec, f.dir.string()), id, seed);
         });
     };
     for (std::uint64_t k = 0; k < input.receipt.orders.seeds; ++k) {  // the kept invocations' seeds too
-        const std::string id = RunId::seed(k).str();
+        const auto id = RunId::seed(k);
         // A seed whose order an earlier one runs here is not run (distinct_orders.hpp): no result is due.
         if (expected(id, static_cast<std::uint64_t>(k)) && !repeat_left_out(input.receipt, id))
-            input.expected_runs.push_back(id);
+            input.expected_runs.push_back(id.str());
     }
-    if (suite.perturb && expected(RunId::perturbed().str(), 0)) input.expected_runs.push_back(RunId::perturbed().str());
+    if (suite.perturb && expected(RunId::perturbed(), 0)) input.expected_runs.push_back(RunId::perturbed().str());
     for (const auto& [run, earlier] : input.receipt.orders.repeats)
-        if (!repeat_left_out(input.receipt, run)) input.repeats_run_here.push_back(run);
+        if (!repeat_left_out(input.receipt, RunId::of(run))) input.repeats_run_here.push_back(run);
     input.shard_problems = shard_problems(suite, input.receipt);
     for (const auto& f : foreign) {
         std::string keys;

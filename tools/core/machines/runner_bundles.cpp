@@ -1,4 +1,4 @@
-#include "inputs/runner_bundles.hpp"
+#include "machines/runner_bundles.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,8 +27,8 @@ std::vector<LoadedRun> bundle_runs(const fs::path& dir, const std::string& name)
     std::vector<LoadedRun> runs;
     for (auto& run : load_runs(dir / evidence::kRuns, receipt.run_receipts())) {
         if (run.plan.column != Column::local || !run.problem.empty()) continue;
-        run.plan.id = name + ":" + run.plan.id;
-        run.plan.order = run.plan.id;
+        run.plan.id = run.plan.id.on(name);
+        run.plan.order = run.plan.id.str();
         run.plan.column = Column::runner;
         runs.push_back(std::move(run));
     }
@@ -36,9 +36,10 @@ std::vector<LoadedRun> bundle_runs(const fs::path& dir, const std::string& name)
     return runs;
 }
 
-LoadedRun results_run(std::string id, const std::map<std::string, TestResult>& results) {
+LoadedRun results_run(RunId id, const std::map<std::string, TestResult>& results) {
     LoadedRun run;
-    run.plan.id = run.plan.order = std::move(id);
+    run.plan.id = std::move(id);
+    run.plan.order = run.plan.id.str();
     run.plan.column = Column::runner;
     for (const auto& [test, result] : results) run.plan.tests.push_back(test);
     run.records.results = results;
@@ -47,11 +48,15 @@ LoadedRun results_run(std::string id, const std::map<std::string, TestResult>& r
 }
 
 // A plain JUnit report is one run of the runner; evgate's own junit.xml gives each run it lists
-// for a test, named as an evidence directory's runs are ("<host>:seed.0").
+// for a test, named as an evidence directory's runs are ("<host>:seed.0"; a name that is no run
+// id, a plain report's runner that junit.xml lists, is kept as a name: "<host>:<name>").
 std::vector<LoadedRun> junit_runs(const JUnitRun& junit) {
     std::vector<LoadedRun> runs;
-    for (const auto& [id, results] : junit.attempts) runs.push_back(results_run(junit.name + ":" + id, results));
-    if (!junit.results.empty() || runs.empty()) runs.push_back(results_run(junit.name, junit.results));
+    for (const auto& [id, results] : junit.attempts) {
+        const auto run = RunId::parse_any(id);
+        runs.push_back(results_run(run ? run->on(junit.name) : RunId::runner_run(junit.name + ":" + id), results));
+    }
+    if (!junit.results.empty() || runs.empty()) runs.push_back(results_run(RunId::runner_run(junit.name), junit.results));
     return runs;
 }
 
@@ -106,7 +111,7 @@ RunnerBundles load_runner_bundles(const std::vector<std::string>& paths, const R
     // The same bundles in any order make the same columns, so the ledger is byte-identical.
     std::sort(bundles.names.begin(), bundles.names.end());
     std::sort(bundles.runs.begin(), bundles.runs.end(),
-              [](const LoadedRun& a, const LoadedRun& b) { return natural_less(a.plan.id, b.plan.id); });
+              [](const LoadedRun& a, const LoadedRun& b) { return natural_less(a.plan.id.str(), b.plan.id.str()); });
     std::sort(bundles.left_out.begin(), bundles.left_out.end());
     return bundles;
 }

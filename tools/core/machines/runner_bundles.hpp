@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "machines/manifest_diff.hpp"
 #include "runs/receipt.hpp"
 #include "runs/run_plan.hpp"
-#include "verdicts/manifest_diff.hpp"
 
 namespace evgate {
 

@@ -1,7 +1,6 @@
-#include "inputs/shards.hpp"
+#include "machines/shards.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <regex>
 
@@ -65,61 +64,15 @@ std::string sources_difference(const fs::path& shard, const Receipt& theirs, con
     return text;
 }
 
-// The paths in a `;`-separated list variable.
-std::vector<fs::path> path_list(const char* variable) {
-    std::vector<fs::path> paths;
-    const char* value = std::getenv(variable);
-    if (value == nullptr) return paths;
-    const std::string list = value;
-    for (std::size_t start = 0; start <= list.size();) {
-        const auto end = std::min(list.find(';', start), list.size());
-        if (end > start) paths.emplace_back(list.substr(start, end - start));
-        start = end + 1;
-    }
-    return paths;
-}
-
 }  // namespace
 
-ShardSpec parse_shard_spec(const std::string& text, const std::string& variable) {
-    static const std::regex form(R"(([0-9]{1,6})/([0-9]{1,6}))");
-    std::smatch m;
-    if (std::regex_match(text, m, form)) {
-        ShardSpec spec{std::stoi(m[1]), std::stoi(m[2])};
-        if (spec.index >= 1 && spec.index <= spec.count) return spec;
-    }
-    throw Error(variable + " must be k/n with 1 <= k <= n, not " + quote(text));
-}
-
-std::optional<ShardSpec> this_shard() {
-    const char* value = std::getenv("EVIDENCE_GATE_SHARD");
-    if (value == nullptr || *value == '\0') return std::nullopt;
-    return parse_shard_spec(value, "EVIDENCE_GATE_SHARD");
-}
-
-std::vector<fs::path> merged_shards() { return path_list("EVIDENCE_GATE_SHARDS"); }
-
-std::vector<fs::path> handed_evidence() {
-    std::vector<fs::path> paths;
-    for (const char* variable : {"EVIDENCE_GATE_SHARDS", "EVIDENCE_GATE_RUNNER_BUNDLES", "EVIDENCE_GATE_HISTORY", "EVIDENCE_GATE_COMPARE"}) {
-        auto more = path_list(variable);
-        paths.insert(paths.end(), more.begin(), more.end());
-    }
-    return paths;
-}
-
-bool runs_here(const ShardSpec& shard, const std::string& run_id, std::uint64_t seed) {
-    if (run_id == RunId::perturbed().str()) return shard.index == 1;
-    return static_cast<int>(seed % static_cast<std::uint64_t>(shard.count)) + 1 == shard.index;
-}
-
-bool repeat_left_out(const Receipt& receipt, const std::string& run_id) {
-    const auto repeat = receipt.orders.repeats.find(run_id);
+bool repeat_left_out(const Receipt& receipt, const RunId& run) {
+    const auto repeat = receipt.orders.repeats.find(run.str());
     if (repeat == receipt.orders.repeats.end()) return false;
     const auto shard = merged_shards().empty() ? this_shard() : std::nullopt;
     if (!shard) return true;
-    const auto& earlier = repeat->second;  // a seed's run (the receipt checked it)
-    return runs_here(*shard, earlier, RunId::of(earlier).number());
+    const auto earlier = RunId::of(repeat->second);  // a seed's run (the receipt checked it)
+    return runs_here(*shard, earlier, earlier.number());
 }
 
 std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
@@ -145,23 +98,24 @@ std::vector<ForeignShard> foreign_shards(const SuiteConfig& suite) {
     return foreign;
 }
 
-bool import_run(const SuiteConfig& suite, const Receipt& receipt, const std::string& run_id) {
+bool import_run(const SuiteConfig& suite, const Receipt& receipt, const RunId& run) {
     const auto foreign = foreign_shards(suite);
     for (const auto& shard : merged_shards()) {
-        const auto plan = runs_of(shard) / evidence::plan_name(run_id);
-        const auto records = runs_of(shard) / evidence::records_name(run_id);
+        const auto plan = runs_of(shard) / evidence::plan_name(run.str());
+        const auto records = runs_of(shard) / evidence::records_name(run.str());
         if (!fs::exists(plan) || !fs::exists(records)) continue;
         fs::create_directories(suite.runs_dir());
         auto imported = read_plan(plan);
         for (const auto& f : foreign) {
             if (!fs::equivalent(f.dir, shard)) continue;
-            imported.id = imported.order = f.column + ":" + run_id;
+            imported.id = run.on(f.column);
+            imported.order = imported.id.str();
             imported.column = Column::runner;
         }
         write_plan(plan_file(suite, imported.id), imported);
         write_file_atomic(records_file(suite, imported.id), rebind(records, receipt.id));
         for (const char* manifest : {evidence::kPerturbedManifest})
-            if (run_id == RunId::perturbed().str() && fs::exists(shard / manifest))
+            if (run == RunId::perturbed() && fs::exists(shard / manifest))
                 fs::copy_file(shard / manifest, suite.evidence_dir / manifest, fs::copy_options::overwrite_existing);
         return true;
     }

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "runs/attempt.hpp"
 #include "runs/run_plan.hpp"
-#include "verdicts/triage.hpp"
 
 namespace evgate {
 
@@ -84,7 +84,7 @@ public:
     std::vector<Attempt> attempts(std::optional<std::uint32_t> test) const;
     std::vector<Attempt> attempts(std::string_view test) const { return attempts(find(test)); }
     // Run id -> outcome of each of those attempts, without building them.
-    std::vector<std::pair<std::string, std::string>> outcomes(std::optional<std::uint32_t> test) const;
+    std::vector<std::pair<std::string, Outcome>> outcomes(std::optional<std::uint32_t> test) const;
     // Run (its place in runs()) -> seconds the test took in each attempt with a result that says
     // (setup, call and teardown), in run order: what junit.xml reports.
     std::vector<std::pair<std::size_t, double>> durations(std::string_view test) const;
@@ -95,7 +95,7 @@ public:
 private:
     struct Cell {
         std::uint32_t planned = 0;  // times the run's order lists the test
-        std::uint32_t outcome = 0;  // 0: no result, else 1 + the outcome's number
+        std::uint32_t outcome = 0;  // 0: no result, else 1 + the Outcome's value
         bool interrupted = false;
         bool extra = false;  // has an entry in RunCells::extras
         float seconds = -1;  // the result's duration; -1: none said
@@ -116,8 +116,8 @@ private:
     std::uint32_t number(RunCells& run, std::string_view test);  // the test's number, with a cell in `run`
     void planned(RunCells& run, std::string_view test);
     void interrupted(RunCells& run, std::string_view test);
-    void result(RunCells& run, std::uint32_t id, std::string_view outcome, std::vector<std::string> dirty,
-                std::string_view message, double seconds);
+    void result(RunCells& run, std::uint32_t id, Outcome outcome, std::vector<std::string> dirty, std::string_view message,
+                double seconds);
     void push(LoadedRun run, RunCells cells);
     void add(Parsed& parsed);
 
@@ -127,8 +127,6 @@ private:
     void visit(std::optional<std::uint32_t> test, Each each) const;
 
     Interner ids_;
-    Interner outcomes_;
-    std::pair<std::string_view, std::uint32_t> last_outcome_{{}, 0};  // the outcome last seen and its cell value (0: none yet)
     std::vector<LoadedRun> runs_;
     std::vector<RunCells> cells_;
     std::set<std::string> redone_;  // runs another run did again alone (they went beside others)

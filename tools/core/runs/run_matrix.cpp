@@ -1,4 +1,4 @@
-#include "verdicts/run_matrix.hpp"
+#include "runs/run_matrix.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -11,6 +11,7 @@
 #include <xxhash.h>
 #include <gsl/gsl>
 
+#include "inputs/outcome.hpp"
 #include "io/json_io.hpp"
 #include "runs/run_records.hpp"
 
@@ -105,18 +106,14 @@ void RunMatrix::interrupted(RunCells& run, std::string_view test) {
     run.cells[id].interrupted = true;
 }
 
-void RunMatrix::result(RunCells& run, std::uint32_t id, std::string_view outcome, std::vector<std::string> dirty,
-                       std::string_view message, double seconds) {
+void RunMatrix::result(RunCells& run, std::uint32_t id, Outcome outcome, std::vector<std::string> dirty, std::string_view message,
+                       double seconds) {
     auto& cell = run.cells[id];
     cell.seconds = static_cast<float>(seconds);
-    if (last_outcome_.second == 0 || outcome != last_outcome_.first) {  // most results have the outcome of the one before
-        const auto number = outcomes_.intern(outcome);
-        last_outcome_ = {outcomes_.name(number), number + 1};
-    }
-    cell.outcome = last_outcome_.second;
+    cell.outcome = 1 + static_cast<std::uint32_t>(outcome);
     // A reason quotes the message of a failure, a skip or a call that never ran; nothing reads any other.
     const bool quoted = !message.empty() && (outcome_class(outcome) == OutcomeClass::fail ||
-                                             outcome_class(outcome) == OutcomeClass::skip || is(outcome, Outcome::uncalled));
+                                             outcome_class(outcome) == OutcomeClass::skip || outcome == Outcome::uncalled);
     if (!dirty.empty() || quoted) {
         run.extras[id] = Extra{std::move(dirty), quoted ? std::string(message) : std::string()};
         cell.extra = true;
@@ -152,7 +149,9 @@ void RunMatrix::push(LoadedRun run, RunCells cells) {
 struct RunMatrix::Parsed {
     struct Result {
         std::size_t position;  // in the plan, or npos
-        std::string_view test, outcome, message;
+        std::string_view test;
+        Outcome outcome;
+        std::string_view message;
         std::vector<std::string_view> dirty;
         double seconds;
     };
@@ -314,8 +313,9 @@ void RunMatrix::visit(std::optional<std::uint32_t> test, Each each) const {
         const auto* c = cell(r, test);
         if (c == nullptr || c->planned == 0 || !runs_[r].problem.empty()) continue;
         if (runs_[r].plan.column == Column::runner && c->outcome == 0) continue;  // a runner without a result says nothing
-        const std::string_view outcome = c->outcome != 0 ? outcomes_.name(c->outcome - 1)
-                                                         : to_string(c->interrupted ? Outcome::interrupted : Outcome::missing);
+        const auto outcome = c->outcome != 0  ? static_cast<Outcome>(c->outcome - 1)
+                             : c->interrupted ? Outcome::interrupted
+                                              : Outcome::missing;
         for (std::uint32_t k = 0; k < c->planned; ++k) each(r, *c, outcome);
     }
 }
@@ -323,14 +323,14 @@ void RunMatrix::visit(std::optional<std::uint32_t> test, Each each) const {
 std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) const {
     std::vector<Attempt> out;
     out.reserve(runs_.size());
-    visit(test, [&](std::size_t r, const Cell& c, std::string_view outcome) {
+    visit(test, [&](std::size_t r, const Cell& c, Outcome outcome) {
         const auto& plan = runs_[r].plan;
         Attempt a;
-        a.run = plan.id;
+        a.run = plan.id.str();
         a.order = plan.order;
         a.column = plan.column;
         a.outcome = outcome;
-        a.beside = redone_.count(plan.id) != 0;
+        a.beside = redone_.count(a.run) != 0;
         a.fresh = plan.fresh;
         a.fork = !plan.fresh && runs_[r].records.isolation.rfind("fork", 0) == 0;
         if (c.extra) {
@@ -343,16 +343,16 @@ std::vector<Attempt> RunMatrix::attempts(std::optional<std::uint32_t> test) cons
     return out;
 }
 
-std::vector<std::pair<std::string, std::string>> RunMatrix::outcomes(std::optional<std::uint32_t> test) const {
-    std::vector<std::pair<std::string, std::string>> out;
+std::vector<std::pair<std::string, Outcome>> RunMatrix::outcomes(std::optional<std::uint32_t> test) const {
+    std::vector<std::pair<std::string, Outcome>> out;
     out.reserve(runs_.size());
-    visit(test, [&](std::size_t r, const Cell&, std::string_view outcome) { out.emplace_back(runs_[r].plan.id, outcome); });
+    visit(test, [&](std::size_t r, const Cell&, Outcome outcome) { out.emplace_back(runs_[r].plan.id.str(), outcome); });
     return out;
 }
 
 std::vector<std::pair<std::size_t, double>> RunMatrix::durations(std::string_view test) const {
     std::vector<std::pair<std::size_t, double>> out;
-    visit(find(test), [&](std::size_t r, const Cell& c, std::string_view) {
+    visit(find(test), [&](std::size_t r, const Cell& c, Outcome) {
         if (c.outcome != 0 && c.seconds >= 0) out.emplace_back(r, static_cast<double>(c.seconds));
     });
     return out;

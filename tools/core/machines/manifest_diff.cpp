@@ -1,4 +1,4 @@
-#include "verdicts/manifest_diff.hpp"
+#include "machines/manifest_diff.hpp"
 
 #include <algorithm>
 #include <tuple>
