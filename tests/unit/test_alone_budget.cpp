@@ -72,6 +72,7 @@ TEST_CASE("the pass starts a chunk only where one as long as the last still fits
     CHECK(next_chunk_fits(std::nullopt, 100.0, 10.0));  // no budget
     CHECK(next_chunk_fits(1.0, 0.0, 0.0));              // the first chunk always runs
     CHECK(next_chunk_fits(0.5, 0.0, 0.0));
+    CHECK(next_chunk_fits(0.001, 0.002, 0.0));    // the clock has moved before the first: it runs all the same
     CHECK(next_chunk_fits(5.0, 2.0, 2.5));        // 4.5 s: within
     CHECK_FALSE(next_chunk_fits(5.0, 2.6, 2.6));  // 5.2 s: a chunk past it
     CHECK_FALSE(next_chunk_fits(5.0, 5.5, 0.1));  // spent already

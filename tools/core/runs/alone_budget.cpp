@@ -20,7 +20,7 @@ std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, 
 }
 
 bool next_chunk_fits(std::optional<double> budget, double spent, double last_chunk) {
-    return !budget || spent == 0 || spent + last_chunk <= *budget;
+    return !budget || last_chunk <= 0 || spent + last_chunk <= *budget;  // no chunk yet: the first
 }
 
 std::string alone_budget_rule() {

@@ -33,9 +33,9 @@ std::optional<double> alone_budget(std::string_view alone, std::uint64_t seeds, 
                                    std::size_t tests_left);
 
 // Whether the pass starts another chunk of runs: always without a budget and for its first
-// chunk (every ctest moves the pass on), else only when `spent` seconds and one more chunk as
-// long as the last (`last_chunk`) stay within `budget`: the pass ends inside its budget, not a
-// chunk past it.
+// chunk (`last_chunk` 0: every ctest moves the pass on, whatever the clock read by then), else
+// only when `spent` seconds and one more chunk as long as the last (`last_chunk`) stay within
+// `budget`: the pass ends inside its budget, not a chunk past it.
 bool next_chunk_fits(std::optional<double> budget, double spent, double last_chunk);
 
 // The rule in words, for the lines and ledger rows that say a pass stopped at its budget.

@@ -14,6 +14,12 @@ namespace fs = std::filesystem;
 
 namespace evgate {
 
+bool is_alone_pass(const RunPlan& plan) {
+    const auto id = plan.id.local();
+    return plan.column == Column::local && plan.order == kAloneOrder && id && id->is_first() && id->is_plain() &&
+           plan.confirms.empty() && !plan.fresh;
+}
+
 fs::path records_file(const SuiteConfig& suite, const RunId& run) { return suite.runs_dir() / evidence::records_name(run.str()); }
 fs::path plan_file(const SuiteConfig& suite, const RunId& run) { return suite.runs_dir() / evidence::plan_name(run.str()); }
 fs::path log_file(const SuiteConfig& suite, const RunId& run) {

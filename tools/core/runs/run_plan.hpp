@@ -34,6 +34,10 @@ struct RunPlan {
     bool fresh = false;                         // a fresh process of its own, never a fork: it confirms what forks showed (confirm_fresh.hpp)
 };
 
+// A run of the alone pass: first.<n> itself (no rerun, redo or fresh replay of it), this
+// machine's, which ran the n-th collected test alone, first after the collection (cmd_alone).
+bool is_alone_pass(const RunPlan& plan);
+
 std::filesystem::path records_file(const SuiteConfig& suite, const RunId& run);
 std::filesystem::path plan_file(const SuiteConfig& suite, const RunId& run);
 std::filesystem::path log_file(const SuiteConfig& suite, const RunId& run);

@@ -451,20 +451,13 @@ std::optional<LedgerRow> reuse_row(const GateInput& input) {
 // How far the alone pass has got: under ALONE AUTO it spends a budget per ctest, and the
 // tests it has not reached run alone in a later one on the same tree.
 std::optional<LedgerRow> alone_row(const GateInput& input) {
-    const auto alone_pass = [](const std::string& run, const std::string& order, Column column) {
-        const auto id = RunId::parse(run);
-        return column == Column::local && order == kAloneOrder && id && id->is_first() && id->is_plain();
-    };
-    // The matrix keeps no run's planned tests (run_matrix.hpp): a test ran alone where it has an
-    // attempt in a run of the pass. Asked per test only where the pass ran at all.
-    const auto& runs = input.runs.runs();
-    if (std::none_of(runs.begin(), runs.end(), [&](const LoadedRun& r) { return alone_pass(r.plan.id.str(), r.plan.order, r.plan.column); }))
-        return std::nullopt;
+    // first.<n> ran the n-th collected test alone (the matrix keeps no run's planned tests, and
+    // kept runs share this receipt's collection: runs/evidence_reuse.hpp).
     std::set<std::string> alone;
-    for (const auto& test : input.receipt.tests) {
-        const auto attempts = input.runs.attempts(test.id);
-        if (std::any_of(attempts.begin(), attempts.end(), [&](const Attempt& a) { return alone_pass(a.run, a.order, a.column); }))
-            alone.insert(test.id);
+    for (const auto& run : input.runs.runs()) {
+        if (!is_alone_pass(run.plan)) continue;
+        const auto n = run.plan.id.number();
+        if (n >= 1 && n <= input.receipt.tests.size()) alone.insert(input.receipt.tests[n - 1].id);
     }
     const auto tests = input.receipt.tests.size();
     if (alone.empty() || alone.size() >= tests) return std::nullopt;

@@ -384,13 +384,6 @@ std::set<std::string> settled_by_kept(const SuiteConfig& suite, const Receipt& r
 
 bool is_seed(const RunPlan& plan) { return plan.column == Column::local && plan.id.str() == plan.order && plan.order != kAloneOrder; }
 
-// A run of the alone pass: one test, first after the collection (cmd_alone).
-bool is_first(const RunPlan& plan) {
-    const auto id = plan.id.local();
-    return plan.column == Column::local && id && id->is_first() && !id->has(RunId::Step::rerun) && plan.confirms.empty() &&
-           !plan.fresh;
-}
-
 // Every disagreement between outcomes rests on outcomes seen in runs that overlapped no other
 // run (runs_to_confirm): the runs it does not are done again, alone, each as a run of its own
 // beside the first (whose records stay evidence), until it does or every such run was redone.
@@ -445,7 +438,7 @@ int cmd_rerun(Invocation& in) {
         if (!kept.count(run.plan.id.str()) && (is_seed(run.plan) || (run.plan.column == Column::perturbed && run.plan.confirms.empty())))
             status |= redo_if_overlapped(suite, receipt, store, run.plan);
     for (const auto& run : load_plans(suite.runs_dir())) {
-        const bool stays = kept.count(run.plan.id.str()) || is_seed(run.plan) || is_first(run.plan) || run.plan.column != Column::local;
+        const bool stays = kept.count(run.plan.id.str()) || is_seed(run.plan) || is_alone_pass(run.plan) || run.plan.column != Column::local;
         if (!stays || (!kept.count(run.plan.id.str()) && !run.plan.confirms.empty())) {  // a rerun or a redo of this step's earlier try
             fs::remove(records_file(suite, run.plan.id));
             fs::remove(plan_file(suite, run.plan.id));
@@ -455,7 +448,7 @@ int cmd_rerun(Invocation& in) {
     auto runs = confirm_alone(suite, receipt, store, false, load_runs(suite, receipt.run_receipts()), status);
     std::vector<LoadedRun> seeds;  // and the alone pass's runs: a test that failed first after the collection is rerun so too
     for (const auto& run : runs)
-        if (is_seed(run.plan) || is_first(run.plan)) seeds.push_back(run);
+        if (is_seed(run.plan) || is_alone_pass(run.plan)) seeds.push_back(run);
     RerunLimits limits;
     limits.reruns = in.has("reruns") ? in.get<int>("reruns") : suite.reruns;
     limits.settled = settled_by_kept(suite, receipt, runs);
